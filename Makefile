@@ -1,0 +1,87 @@
+# Electric Poker platform. `make run` and `make test` are the two commands a newcomer needs;
+# both set everything up on first use (virtualenv, pinned packages, generated protos, tools).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+TOOLS := .tools
+BUF_VERSION := 1.75.0
+BUF := $(TOOLS)/node_modules/.bin/buf
+PROTO_FILES := $(shell find protos -name '*.proto')
+
+.PHONY: setup protos run test lint typecheck unit integration e2e buf-lint buf-breaking \
+        bench exhaustive simulate paytable infra-up infra-down up down clean
+
+setup: $(STAMP) gen/.stamp
+
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -r requirements-dev.txt
+	$(BIN)/python tools/gen_protos.py
+	$(BIN)/pip install -q --no-deps --no-build-isolation -e .
+	touch gen/.stamp $(STAMP)
+
+gen/.stamp: $(PROTO_FILES) tools/gen_protos.py | $(STAMP)
+	$(BIN)/python tools/gen_protos.py
+	touch gen/.stamp
+
+protos: $(STAMP)
+	$(BIN)/python tools/gen_protos.py
+	touch gen/.stamp
+
+$(BUF):
+	mkdir -p $(TOOLS)
+	cd $(TOOLS) && npm install --silent --no-package-lock --no-save --no-audit --no-fund @bufbuild/buf@$(BUF_VERSION)
+
+## The embedded platform: four services in one process over SQLite and an in-process bus.
+run: setup
+	$(BIN)/python -m electric_runner
+
+## Everything CI runs: lint, type-check, unit, property, conformance, integration and e2e tests.
+test: setup lint typecheck
+	$(BIN)/pytest
+
+lint: setup buf-lint buf-breaking
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+buf-lint: $(BUF)
+	cd protos && ../$(BUF) lint
+
+buf-breaking: $(BUF)
+	bash tools/buf_breaking.sh $(BUF)
+
+typecheck: setup
+	$(BIN)/mypy
+
+unit: setup
+	$(BIN)/pytest -m "not integration and not e2e"
+
+integration: setup
+	$(BIN)/pytest -m "integration"
+
+e2e: setup
+	$(BIN)/pytest -m "e2e"
+
+bench: setup
+	$(BIN)/python -m bench
+
+exhaustive: setup
+	$(BIN)/pytest -m slow -p no:cacheprovider --timeout=7200 tests
+
+infra-up:
+	bash deploy/infra.sh up
+
+infra-down:
+	bash deploy/infra.sh down
+
+up:
+	docker compose up -d --build
+
+down:
+	docker compose down
+
+clean:
+	rm -rf $(VENV) $(TOOLS) gen var

@@ -1,0 +1,1 @@
+"""electric_domain."""

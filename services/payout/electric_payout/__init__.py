@@ -1,0 +1,1 @@
+"""The payout service."""
