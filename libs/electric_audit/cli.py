@@ -1,0 +1,83 @@
+"""``electric-audit``: audit tools over the pure domain.
+
+Subcommands:
+
+* ``replay-phh FILE...`` — replay every hand of ``.phh``/``.phhs`` files through our engine;
+  one JSON object per line: ``{"file", "index", "finishing_stacks", "error"}``. Stacks are
+  in the file's own units (integers when the hand uses integers, exact decimals otherwise).
+  A bad hand prints its error (naming the offending action) and the run carries on; the exit
+  status is 1 if any hand failed, else 0.
+* ``verify-deck SEED_HEX COMMITMENT_HEX`` — check a revealed seed against its commitment and
+  print the derived deck.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from decimal import Decimal
+
+from electric_domain.cards import card_str
+from electric_domain.deck import derive_deck, verify_deck
+from electric_domain.phh import replay_file
+
+
+def _stack_json(v: int | Decimal) -> str:
+    return str(v)  # ints and exact decimals are valid JSON numbers as printed
+
+
+def _line(file: str, index: int, stacks: Sequence[int | Decimal] | None, error: str | None) -> str:
+    stacks_json = "null" if stacks is None else "[" + ", ".join(map(_stack_json, stacks)) + "]"
+    return (
+        f'{{"file": {json.dumps(file)}, "index": {index}, '
+        f'"finishing_stacks": {stacks_json}, "error": {json.dumps(error)}}}'
+    )
+
+
+def replay_phh(files: Sequence[str]) -> int:
+    """Replay the files; print one JSON line per hand. Returns the exit status."""
+    write = sys.stdout.write
+    failed = False
+    for name in files:
+        try:
+            results = list(replay_file(name))
+        except (OSError, UnicodeDecodeError) as exc:
+            write(_line(name, 0, None, f"cannot read file: {exc}") + "\n")
+            failed = True
+            continue
+        for r in results:
+            failed = failed or r.error is not None
+            write(_line(name, r.index, r.finishing_stacks, r.error) + "\n")
+    return 1 if failed else 0
+
+
+def verify(seed_hex: str, commitment_hex: str) -> int:
+    try:
+        seed = bytes.fromhex(seed_hex)
+    except ValueError:
+        print(json.dumps({"ok": False, "reason": "seed is not hex"}))
+        return 1
+    v = verify_deck(seed, commitment_hex)
+    deck = [card_str(c) for c in derive_deck(seed)] if len(seed) == 32 else None
+    print(json.dumps({"ok": v.ok, "reason": v.reason, "deck": deck}))
+    return 0 if v.ok else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="electric-audit", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_replay = sub.add_parser("replay-phh", help="replay PHH hands through our engine")
+    p_replay.add_argument("files", nargs="+", metavar="FILE")
+    p_verify = sub.add_parser("verify-deck", help="check a revealed deck seed")
+    p_verify.add_argument("seed_hex")
+    p_verify.add_argument("commitment_hex")
+    args = parser.parse_args(argv)
+    if args.command == "replay-phh":
+        return replay_phh(args.files)
+    return verify(args.seed_hex, args.commitment_hex)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

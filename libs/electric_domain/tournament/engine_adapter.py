@@ -1,0 +1,276 @@
+"""Thin adapter: the tournament's `HandPort` over `electric_domain.holdem` (public API only).
+
+* Table seats that are still alive become engine players ``0..n-1`` in clockwise seat order;
+  `DeckEscrowed` records that mapping with the deck commitment and the seed.
+* Dealing follows the engine driver's documented deck positions
+  (`electric_domain.holdem.deal_positions`): hole cards one at a time clockwise from the
+  button's left, two rounds; burn, flop, burn, turn, burn, river.
+* Showdown decisions are automatic (the driver's house rule): a hand that can still win is
+  shown, one that cannot is mucked; all-in hands are exposed by the engine.
+
+`DeckEscrowed.seed_hex` is secret until the hand ends (DESIGN §8): the event exists so the
+hand can be rebuilt by folding events (the seed is needed to deal later streets); the table
+service must persist it but withhold it from publication and from every player view until
+the hand's `HandEnded` (which reveals the seed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from electric_domain import holdem as h
+from electric_domain.cards import card_str
+from electric_domain.deck import commitment, derive_deck
+from electric_domain.tournament.hand_port import IllegalMove, Legal, Move
+
+
+@dataclass(frozen=True, slots=True)
+class DeckEscrowed:
+    """Hand set-up: engine player ``i`` is table seat ``seats[i]``; the deck's commitment
+    and (secret until the hand ends) its seed."""
+
+    seats: tuple[int, ...]
+    table_size: int
+    commitment: str
+    seed_hex: str
+
+
+@dataclass(frozen=True, slots=True)
+class AdaptedHand:
+    """Engine state plus the seat mapping and the deck it deals from."""
+
+    seats: tuple[int, ...]
+    index: tuple[int, ...]  # table seat -> engine player (-1 when not in the hand)
+    deck: tuple[int, ...]
+    commitment: str
+    seed_hex: str
+    state: h.HandState | None
+
+
+_BETTING = h.Phase.BETTING
+_COMPLETE = h.Phase.COMPLETE
+
+
+def _deal_maps(n: int, button: int) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, ...], ...]]:
+    hole, board = h.deal_positions(n)
+    first = (button + 1) % n
+    by_player: list[tuple[int, int]] = [(0, 0)] * n
+    for k in range(n):
+        by_player[(first + k) % n] = hole[k]
+    return tuple(by_player), board
+
+
+def _auto_command(hand: AdaptedHand, s: h.HandState) -> h.Command | None:
+    """The next command that needs no player decision, if any."""
+    phase = s.phase
+    if phase is h.Phase.FORCED_BETS:
+        return h.PostForcedBets()
+    if phase is h.Phase.DEAL_HOLE:
+        hole, _ = _deal_maps(s.n, s.config.button)
+        first = (s.config.button + 1) % s.n
+        p = next((first + k) % s.n for k in range(s.n) if not s.hole[(first + k) % s.n])
+        a, b = hole[p]
+        return h.DealHole(p, (hand.deck[a], hand.deck[b]))
+    if phase is h.Phase.DEAL_BOARD:
+        _, board = _deal_maps(s.n, s.config.button)
+        street = 0 if not s.board else (1 if len(s.board) == 3 else 2)
+        return h.DealBoard(tuple(hand.deck[i] for i in board[street]))
+    if phase is h.Phase.SHOWDOWN and s.showdown_queue:
+        so = h.showdown_options(s)
+        assert so is not None
+        return h.Muck(so.player) if so.can_muck else h.Show(so.player)
+    return None
+
+
+class HoldemPort:
+    """`HandPort` implementation over the hold'em engine.
+
+    ``deck_for_seed`` maps a seed to its 52-card order (default: the deck module's
+    `derive_deck`); tests inject stacked decks through it."""
+
+    def __init__(self, deck_for_seed: Callable[[bytes], tuple[int, ...]] = derive_deck) -> None:
+        self._deck_for_seed = deck_for_seed
+
+    def initial(self) -> Any:
+        return None
+
+    def start(
+        self,
+        *,
+        stacks: Mapping[int, int],
+        button: int,
+        small_blind_seat: int,
+        big_blind_seat: int,
+        small_blind: int,
+        big_blind: int,
+        ante: int,
+        deck_seed: bytes,
+        table_size: int,
+    ) -> tuple[Any, list[Any]]:
+        seats = tuple(sorted(s for s, x in stacks.items() if x > 0))
+        idx = {s: i for i, s in enumerate(seats)}
+        config = h.HandConfig(
+            tuple(stacks[s] for s in seats), idx[button], small_blind, big_blind, ante
+        )
+        if (config.small_blind_player, config.big_blind_player) != (
+            idx[small_blind_seat],
+            idx[big_blind_seat],
+        ):
+            raise ValueError("blind seats disagree with the engine's button convention")
+        escrow = DeckEscrowed(seats, table_size, commitment(deck_seed), deck_seed.hex())
+        hand = self.apply(None, escrow)
+        events: list[Any] = [escrow, h.HandStarted(config)]
+        hand = self.apply(hand, events[1])
+        hand, more = self.advance(hand)
+        return hand, events + more
+
+    def apply(self, hand: Any, event: Any) -> Any:
+        if type(event) is DeckEscrowed:
+            index = [-1] * event.table_size
+            for i, s in enumerate(event.seats):
+                index[s] = i
+            return AdaptedHand(
+                event.seats,
+                tuple(index),
+                self._deck_for_seed(bytes.fromhex(event.seed_hex)),
+                event.commitment,
+                event.seed_hex,
+                None,
+            )
+        a: AdaptedHand = hand
+        return AdaptedHand(
+            a.seats, a.index, a.deck, a.commitment, a.seed_hex, h.apply(a.state, event)
+        )
+
+    def advance(self, hand: Any) -> tuple[Any, list[Any]]:
+        a: AdaptedHand = hand
+        s = a.state
+        assert s is not None
+        out: list[Any] = []
+        while True:
+            cmd = _auto_command(a, s)
+            if cmd is None:
+                if not out:
+                    return a, out
+                return AdaptedHand(a.seats, a.index, a.deck, a.commitment, a.seed_hex, s), out
+            s, evs = h.step(s, cmd)
+            out.extend(evs)
+
+    def act(self, hand: Any, seat: int, move: Move, amount: int) -> tuple[Any, list[Any]]:
+        a: AdaptedHand = hand
+        s = a.state
+        assert s is not None
+        p = a.index[seat]
+        la = h.legal_actions(s)
+        if la is None or la.player != p:
+            raise IllegalMove(f"seat {seat} is not to act")
+        cmd: h.Command
+        if move is Move.FOLD:
+            cmd = h.Fold(p)
+        elif move is Move.CHECK:
+            cmd = h.Check(p)
+        elif move is Move.CALL:
+            cmd = h.Call(p)
+        elif move is Move.ALL_IN:
+            cmd = h.AllIn(p)
+        else:
+            cmd = h.Bet(p, amount) if la.is_bet else h.RaiseTo(p, amount)
+        try:
+            s2, evs = h.step(s, cmd)
+        except h.CommandRejected as exc:
+            raise IllegalMove(exc.reason) from exc
+        return AdaptedHand(a.seats, a.index, a.deck, a.commitment, a.seed_hex, s2), evs
+
+    def actor(self, hand: Any) -> int | None:
+        a: AdaptedHand = hand
+        s = a.state
+        if s is None or s.phase is not _BETTING or not s.to_act:
+            return None
+        return a.seats[s.to_act[0]]
+
+    def legal(self, hand: Any) -> Legal:
+        a: AdaptedHand = hand
+        assert a.state is not None
+        la = h.legal_actions(a.state)
+        if la is None:
+            raise IllegalMove("no betting decision is pending")
+        return Legal(
+            seat=a.seats[la.player],
+            can_fold=la.can_fold,
+            can_check=la.can_check,
+            call_amount=la.call_amount,
+            min_raise_to=la.min_raise_to if la.can_raise else None,
+            max_raise_to=la.max_raise_to if la.can_raise else None,
+            stack=la.stack,
+        )
+
+    def to_call(self, hand: Any, seat: int) -> int:
+        a: AdaptedHand = hand
+        s = a.state
+        p = a.index[seat]
+        if s is None or p < 0:
+            return 0
+        return max(s.bets) - s.bets[p]
+
+    def street(self, hand: Any) -> int:
+        a: AdaptedHand = hand
+        s = a.state
+        if s is None:
+            return -10
+        return s.street * 2 + (1 if s.phase is _BETTING else 0)
+
+    def is_over(self, hand: Any) -> bool:
+        a: AdaptedHand = hand
+        return a.state is not None and a.state.phase is _COMPLETE
+
+    def stacks(self, hand: Any) -> dict[int, int]:
+        a: AdaptedHand = hand
+        s = a.state
+        if s is None:
+            return {}
+        return {seat: s.stacks[i] for i, seat in enumerate(a.seats)}
+
+    def in_hand(self, hand: Any, seat: int) -> bool:
+        a: AdaptedHand = hand
+        s = a.state
+        if s is None or s.phase is _COMPLETE:
+            return False
+        p = a.index[seat]
+        return p >= 0 and not s.folded[p] and s.stacks[p] > 0
+
+    def hole_cards(self, hand: Any, seat: int) -> tuple[str, ...]:
+        a: AdaptedHand = hand
+        p = a.index[seat] if seat < len(a.index) else -1
+        if a.state is None or p < 0:
+            return ()
+        return tuple(card_str(c) for c in a.state.hole[p])
+
+    def board(self, hand: Any) -> tuple[str, ...]:
+        a: AdaptedHand = hand
+        return () if a.state is None else tuple(card_str(c) for c in a.state.board)
+
+    def pot(self, hand: Any) -> int:
+        a: AdaptedHand = hand
+        return 0 if a.state is None else a.state.pot_total
+
+    def shown(self, hand: Any) -> Mapping[int, tuple[str, ...]]:
+        a: AdaptedHand = hand
+        s = a.state
+        if s is None:
+            return {}
+        return {
+            a.seats[i]: tuple(card_str(c) for c in s.hole[i]) for i in range(s.n) if s.shown[i]
+        }
+
+    def deck_commitment(self, hand: Any) -> str:
+        a: AdaptedHand = hand
+        return a.commitment
+
+    def deck_seed_hex(self, hand: Any) -> str:
+        a: AdaptedHand = hand
+        return a.seed_hex
+
+    def describe(self, event: Any) -> Sequence[str]:
+        return (repr(event),)

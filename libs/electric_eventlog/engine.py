@@ -1,0 +1,75 @@
+"""Engine factory: thread-safe SQLAlchemy engines for PostgreSQL (psycopg 3) and SQLite.
+
+An :class:`~sqlalchemy.engine.Engine` is safe to share between threads (each thread checks a
+connection out of the pool), which is what services calling us via ``asyncio.to_thread``
+need. For SQLite the factory turns on WAL (readers do not block the writer), a busy
+timeout, and ``BEGIN IMMEDIATE`` for every transaction: SQLite has one writer at a time, and
+taking the write lock up front avoids the deadlock-prone read-to-write lock upgrade.
+Read-only work can opt out with :func:`read_only`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection, Engine, event
+from sqlalchemy import create_engine as sa_create_engine
+from sqlalchemy.engine import make_url
+from sqlalchemy.pool import StaticPool
+
+#: Execution option consulted at BEGIN on SQLite: "IMMEDIATE" (default) or "DEFERRED".
+SQLITE_BEGIN_OPTION = "electric_sqlite_begin"
+
+
+def create_engine(url: str, **kwargs: Any) -> Engine:
+    """Create an engine for ``url`` (``postgresql+psycopg://...`` or ``sqlite:///path``).
+
+    ``sqlite://`` (in memory) shares one connection (StaticPool): fine for single-threaded
+    tests only; use a file for anything concurrent.
+    """
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        kwargs.setdefault("pool_pre_ping", True)
+        kwargs.setdefault("pool_size", 10)
+        kwargs.setdefault("max_overflow", 20)
+        return sa_create_engine(url, **kwargs)
+    in_memory = parsed.database in (None, "", ":memory:")
+    connect_args = dict(kwargs.pop("connect_args", {}))
+    connect_args.setdefault("check_same_thread", False)
+    connect_args.setdefault("timeout", 30.0)
+    if in_memory:
+        kwargs.setdefault("poolclass", StaticPool)
+    else:
+        kwargs.setdefault("pool_size", 10)
+        kwargs.setdefault("max_overflow", 20)
+    engine = sa_create_engine(url, connect_args=connect_args, **kwargs)
+    _configure_sqlite(engine, wal=not in_memory)
+    return engine
+
+
+def _configure_sqlite(engine: Engine, *, wal: bool) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Let SQLAlchemy (below) emit BEGIN itself instead of pysqlite's implicit one.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        if wal:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        mode = conn.get_execution_options().get(SQLITE_BEGIN_OPTION, "IMMEDIATE")
+        conn.exec_driver_sql(f"BEGIN {mode}")
+
+
+def read_only(conn: Connection) -> Connection:
+    """Mark a not-yet-begun connection as a reader (SQLite: ``BEGIN DEFERRED``).
+
+    ``with read_only(engine.connect()) as conn: store.read_all(conn, ...)``; a no-op on
+    PostgreSQL.
+    """
+    return conn.execution_options(**{SQLITE_BEGIN_OPTION: "DEFERRED"})

@@ -1,0 +1,202 @@
+"""Kafka implementation of :class:`~electric_eventlog.bus.EventBus` (aiokafka), and topics.
+
+Producer: idempotent (``enable_idempotence=True``, ``acks="all"``), so broker-side retries
+neither duplicate nor reorder within a partition. Consumer: offsets committed manually,
+after the handler returned for the messages of a partition batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import CommitFailedError
+
+from .bus import Handler, OutgoingMessage, ReceivedMessage
+from .topics import RETENTION_CONFIG, dlq_topic_for, partitions_for
+
+log = logging.getLogger(__name__)
+
+_TOPIC_ALREADY_EXISTS = 36
+
+
+def _received(record: Any) -> ReceivedMessage:
+    return ReceivedMessage(
+        topic=record.topic,
+        partition=record.partition,
+        offset=record.offset,
+        key=record.key or b"",
+        value=record.value or b"",
+        headers=tuple((k, bytes(v)) for k, v in (record.headers or ())),
+    )
+
+
+class KafkaBus:
+    """An :class:`~electric_eventlog.bus.EventBus` over Apache Kafka."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        *,
+        client_id: str = "electric",
+        producer_options: dict[str, Any] | None = None,
+        consumer_options: dict[str, Any] | None = None,
+    ) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self.client_id = client_id
+        self._producer_options = {"linger_ms": 5, **(producer_options or {})}
+        self._consumer_options = consumer_options or {}
+        self._producer: AIOKafkaProducer | None = None
+
+    async def start(self) -> None:
+        """Start the idempotent producer (idempotent call)."""
+        if self._producer is not None:
+            return
+        producer = AIOKafkaProducer(
+            bootstrap_servers=self.bootstrap_servers,
+            client_id=self.client_id,
+            enable_idempotence=True,
+            acks="all",
+            **self._producer_options,
+        )
+        await producer.start()
+        self._producer = producer
+
+    async def stop(self) -> None:
+        """Flush and stop the producer."""
+        if self._producer is not None:
+            producer, self._producer = self._producer, None
+            await producer.stop()
+
+    async def publish(self, messages: Sequence[OutgoingMessage]) -> None:
+        """Send all ``messages`` (in order) and wait for every acknowledgement."""
+        if self._producer is None:
+            await self.start()
+        assert self._producer is not None
+        # send() only enqueues; enqueue everything first so batches fill, then await acks.
+        pending = [
+            await self._producer.send(m.topic, value=m.value, key=m.key, headers=list(m.headers))
+            for m in messages
+        ]
+        if pending:
+            await asyncio.gather(*pending)
+
+    async def consume(
+        self,
+        topics: Sequence[str],
+        *,
+        group_id: str,
+        handler: Handler,
+        stop: asyncio.Event,
+    ) -> None:
+        """Consume ``topics`` as ``group_id``; commit after ``handler`` per partition batch."""
+        consumer = AIOKafkaConsumer(
+            *topics,
+            bootstrap_servers=self.bootstrap_servers,
+            client_id=self.client_id,
+            group_id=group_id,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            **self._consumer_options,
+        )
+        await consumer.start()
+        try:
+            while not stop.is_set():
+                batches = await consumer.getmany(timeout_ms=200, max_records=500)
+                for tp, records in batches.items():
+                    for record in records:
+                        await handler(_received(record))
+                    try:
+                        await consumer.commit({tp: records[-1].offset + 1})
+                    except CommitFailedError:
+                        # Partition moved to another member mid-batch: it will redeliver,
+                        # and the idempotent consumer skips what was applied.
+                        log.warning("offset commit failed for %s (rebalance)", tp)
+        finally:
+            await consumer.stop()
+
+    async def read_topic(self, topic: str) -> AsyncIterator[ReceivedMessage]:
+        """Every message of ``topic`` from offset zero to the end offsets at call time."""
+        partitions = await topic_partitions(self.bootstrap_servers, topic)
+        tps = [TopicPartition(topic, p) for p in partitions]
+        if not tps:
+            return
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=self.bootstrap_servers,
+            client_id=f"{self.client_id}-replay",
+            group_id=None,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+        )
+        await consumer.start()
+        try:
+            consumer.assign(tps)
+            await consumer.seek_to_beginning(*tps)
+            ends = await consumer.end_offsets(tps)
+            remaining = {tp for tp in tps if ends[tp] > 0}
+            while remaining:
+                batches = await consumer.getmany(*remaining, timeout_ms=500)
+                for tp, records in batches.items():
+                    for record in records:
+                        if record.offset < ends[tp]:
+                            yield _received(record)
+                    if await consumer.position(tp) >= ends[tp]:
+                        remaining.discard(tp)
+        finally:
+            await consumer.stop()
+
+
+async def topic_partitions(bootstrap_servers: str, topic: str) -> list[int]:
+    """Partition numbers of ``topic`` (empty when it does not exist)."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers)
+    await admin.start()
+    try:
+        (described,) = await admin.describe_topics([topic])
+    finally:
+        await admin.close()
+    if described["error_code"] != 0:
+        return []
+    return sorted(p["partition"] for p in described["partitions"])
+
+
+async def ensure_topics(
+    bootstrap_servers: str,
+    topics: Sequence[str],
+    *,
+    with_dlq: bool = True,
+    replication_factor: int = 1,
+) -> list[str]:
+    """Create missing ``topics`` (and their ``.dlq``) with unlimited retention.
+
+    Partition counts come from :data:`electric_eventlog.topics.PARTITIONS`. Existing topics
+    are left alone. Returns the names created.
+    """
+    wanted = list(topics) + ([dlq_topic_for(t) for t in topics] if with_dlq else [])
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers)
+    await admin.start()
+    try:
+        existing = set(await admin.list_topics())
+        missing = [t for t in dict.fromkeys(wanted) if t not in existing]
+        if not missing:
+            return []
+        response = await admin.create_topics(
+            [
+                NewTopic(
+                    name=t,
+                    num_partitions=partitions_for(t),
+                    replication_factor=replication_factor,
+                    topic_configs=dict(RETENTION_CONFIG),
+                )
+                for t in missing
+            ]
+        )
+        for name, code, *_ in response.topic_errors:
+            if code not in (0, _TOPIC_ALREADY_EXISTS):
+                raise RuntimeError(f"creating topic {name} failed with Kafka error {code}")
+        return missing
+    finally:
+        await admin.close()

@@ -1,0 +1,66 @@
+"""Reading and acknowledging the transactional outbox (the relay's database side)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from electric.eventlog.v1.envelope_pb2 import Envelope
+from sqlalchemy import Connection, delete, func, select, update
+
+from . import schema
+from .codec import envelope_from_row
+
+
+def fetch_unsent(
+    conn: Connection, *, limit: int, topic: str | None = None
+) -> list[tuple[str, Envelope]]:
+    """Up to ``limit`` unsent ``(topic, envelope)`` pairs, oldest global position first.
+
+    Position order is commit order (see the store), so publishing in this order keeps every
+    stream's events in version order on the wire.
+    """
+    query = (
+        select(schema.outbox.c.topic, schema.events)
+        .join(schema.events, schema.events.c.global_position == schema.outbox.c.global_position)
+        .where(schema.outbox.c.sent_at.is_(None))
+        .order_by(schema.outbox.c.global_position, schema.outbox.c.topic)
+        .limit(limit)
+    )
+    if topic is not None:
+        query = query.where(schema.outbox.c.topic == topic)
+    return [(row["topic"], envelope_from_row(row)) for row in conn.execute(query).mappings()]
+
+
+def mark_sent(conn: Connection, sent: Sequence[tuple[str, int]], *, at: datetime) -> None:
+    """Mark ``(topic, global_position)`` pairs as published."""
+    by_topic: dict[str, list[int]] = {}
+    for topic, position in sent:
+        by_topic.setdefault(topic, []).append(position)
+    for topic, positions in by_topic.items():
+        conn.execute(
+            update(schema.outbox)
+            .where(
+                schema.outbox.c.topic == topic,
+                schema.outbox.c.global_position.in_(positions),
+            )
+            .values(sent_at=at)
+        )
+
+
+def unsent_count(conn: Connection, topic: str | None = None) -> int:
+    """Number of outbox rows not yet published (the relay's backlog)."""
+    query = select(func.count()).select_from(schema.outbox).where(schema.outbox.c.sent_at.is_(None))
+    if topic is not None:
+        query = query.where(schema.outbox.c.topic == topic)
+    return int(conn.execute(query).scalar() or 0)
+
+
+def purge_sent(conn: Connection, *, before: datetime) -> int:
+    """Delete outbox rows published before ``before`` (the events themselves stay)."""
+    result = conn.execute(
+        delete(schema.outbox).where(
+            schema.outbox.c.sent_at.is_not(None), schema.outbox.c.sent_at < before
+        )
+    )
+    return int(result.rowcount)

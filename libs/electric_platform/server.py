@@ -1,0 +1,399 @@
+"""Service bootstrap: one :class:`ServiceHost` per service, wiring the whole platform.
+
+A host owns a ``grpc.aio`` server with, in this order, the context interceptor (request and
+correlation ids, log binding), the metrics interceptor, the auth interceptor and any extra
+interceptors; gRPC health checking and server reflection; the ``/metrics`` HTTP server;
+background tasks; and start-up/shutdown hooks. :func:`run_hosts` runs one or several hosts in
+one asyncio loop (one gRPC server per service, each on its own port) until SIGTERM/SIGINT,
+then drains them: health NOT_SERVING, stop accepting calls, give in-flight calls
+``ELECTRIC_SHUTDOWN_GRACE_SECONDS`` to finish (streams are told through
+:attr:`ServiceHost.stopping`), cancel what is left, cancel background tasks, run the shutdown
+hooks in reverse order (flush the producer, close the database) and exit 0.
+
+Example ``__main__``::
+
+    async def setup(host: ServiceHost) -> None:
+        store = await open_store(host.config.database_url)
+        host.on_shutdown(store.close)
+        host.add_service(
+            registration_pb2.DESCRIPTOR.services_by_name["RegistrationService"],
+            registration_pb2_grpc.add_RegistrationServiceServicer_to_server,
+            RegistrationApi(store, stopping=host.stopping),
+        )
+
+    if __name__ == "__main__":
+        main("registration", setup)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import signal
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import grpc
+import structlog
+from google.protobuf.descriptor import ServiceDescriptor
+from grpc_health.v1 import _async as health_aio
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from electric_platform.auth import DEFAULT_EXEMPT_PREFIXES, AuthInterceptor
+from electric_platform.config import ServiceConfig, load_config
+from electric_platform.context import (
+    CORRELATION_ID_KEY,
+    REQUEST_ID_KEY,
+    bind_ids,
+    new_id,
+)
+from electric_platform.log import configure_logging, get_logger
+from electric_platform.metrics import MetricsInterceptor, MetricsServer, ServiceMetrics, status_of
+from electric_platform.rpc import (
+    Context,
+    HandlerCallDetails,
+    RpcHandler,
+    split_method,
+    wrap_handler,
+)
+
+Hook = Callable[[], object]  # sync or async; the result is ignored
+SetupFn = Callable[["ServiceHost"], Awaitable[None]]
+BackgroundFn = Callable[[], Awaitable[None]]
+
+_EXPECTED = {
+    grpc.StatusCode.OK,
+    grpc.StatusCode.CANCELLED,
+    grpc.StatusCode.INVALID_ARGUMENT,
+    grpc.StatusCode.NOT_FOUND,
+    grpc.StatusCode.ALREADY_EXISTS,
+    grpc.StatusCode.FAILED_PRECONDITION,
+    grpc.StatusCode.ABORTED,
+    grpc.StatusCode.UNAUTHENTICATED,
+    grpc.StatusCode.PERMISSION_DENIED,
+    grpc.StatusCode.OUT_OF_RANGE,
+}
+
+
+def _metadata_value(metadata: Any, key: str) -> str:
+    for k, v in metadata or ():
+        if k.lower() == key:
+            return v.decode() if isinstance(v, bytes) else str(v)
+    return ""
+
+
+class ContextInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
+    """Binds request/correlation ids (from metadata, generated if absent) and log context.
+
+    Logs one ``rpc.failed`` line per call that ends with an unexpected status (UNKNOWN,
+    INTERNAL, UNAVAILABLE, …) and, at DEBUG, ``rpc.completed`` for every call.
+    """
+
+    def __init__(self, service: str) -> None:
+        self._service = service
+        self._log = get_logger("electric.rpc")
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[HandlerCallDetails], Awaitable[RpcHandler]],
+        handler_call_details: HandlerCallDetails,
+    ) -> RpcHandler:
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return None
+        md = handler_call_details.invocation_metadata
+        full = handler_call_details.method
+        svc, method = split_method(full)
+        log = self._log
+
+        @contextlib.asynccontextmanager
+        async def around(context: Context) -> AsyncIterator[None]:
+            request = _metadata_value(md, REQUEST_ID_KEY) or new_id()
+            correlation = _metadata_value(md, CORRELATION_ID_KEY) or request
+            bind_ids(request, correlation)
+            structlog.contextvars.bind_contextvars(
+                service=self._service,
+                request_id=request,
+                correlation_id=correlation,
+                rpc=full,
+            )
+            error: BaseException | None = None
+            try:
+                yield
+            except BaseException as exc:
+                error = exc
+                raise
+            finally:
+                code = status_of(context, error)
+                if code not in _EXPECTED:
+                    log.error(
+                        "rpc.failed",
+                        grpc_service=svc,
+                        grpc_method=method,
+                        code=code.name,
+                        exc_info=error if error and code is grpc.StatusCode.UNKNOWN else None,
+                    )
+                else:
+                    log.debug("rpc.completed", grpc_method=method, code=code.name)
+
+        return wrap_handler(handler, around)
+
+
+class ServiceHost:
+    """Everything one service needs to serve: gRPC server, health, reflection, metrics,
+    auth, logging, background tasks and graceful shutdown.
+
+    ``setup`` (optional) is awaited by :meth:`start` before the server binds; it adds the
+    servicers and hooks. Attributes for servicers: :attr:`config`, :attr:`metrics` (its
+    Prometheus registry is ``metrics.registry``), :attr:`log`, :attr:`stopping` (an
+    :class:`asyncio.Event` set when shutdown begins — long-lived streams should end then).
+    """
+
+    def __init__(
+        self,
+        config: ServiceConfig,
+        setup: SetupFn | None = None,
+        *,
+        auth: bool = True,
+        auth_exempt_prefixes: Iterable[str] = DEFAULT_EXEMPT_PREFIXES,
+        interceptors: Sequence[grpc.aio.ServerInterceptor] = (),  # type: ignore[type-arg]
+    ) -> None:
+        self.config = config
+        self.name = config.service
+        self.metrics = ServiceMetrics(config.service)
+        self.log: Any = get_logger(f"electric.{config.service}", service=config.service)
+        self._setup = setup
+        self._auth = auth
+        self._auth_exempt = tuple(auth_exempt_prefixes)
+        self._extra_interceptors = tuple(interceptors)
+        self._services: list[tuple[ServiceDescriptor, Callable[[Any, Any], None], Any]] = []
+        self._startup: list[Hook] = []
+        self._shutdown: list[Hook] = []
+        self._background: list[tuple[str, BackgroundFn]] = []
+        self._tasks: list[asyncio.Task[None]] = []
+        self._server: grpc.aio.Server | None = None
+        self._health: Any = None
+        self._metrics_server: MetricsServer | None = None
+        self._stopping: asyncio.Event | None = None
+        self._stopped = False
+        self.grpc_port: int = 0
+        self.metrics_port: int = 0
+
+    # -- composition -----------------------------------------------------------------------
+
+    def add_service(
+        self,
+        descriptor: ServiceDescriptor,
+        add_to_server: Callable[[Any, Any], None],
+        servicer: Any,
+    ) -> None:
+        """Serve ``servicer`` (added with the generated ``add_…_to_server`` function).
+
+        ``descriptor`` (``<pkg>_pb2.DESCRIPTOR.services_by_name["XService"]``) names the
+        service for health checking and reflection.
+        """
+        self._services.append((descriptor, add_to_server, servicer))
+
+    def on_startup(self, hook: Hook) -> None:
+        """Run ``hook`` (sync or async) after setup, before the server accepts calls."""
+        self._startup.append(hook)
+
+    def on_shutdown(self, hook: Hook) -> None:
+        """Run ``hook`` (sync or async) at shutdown, after calls drained; reverse order."""
+        self._shutdown.append(hook)
+
+    def add_background(self, name: str, fn: BackgroundFn) -> None:
+        """Run ``fn()`` as a task while serving (e.g. the outbox relay, a consumer).
+
+        It is started after the server, cancelled at shutdown before the shutdown hooks. If it
+        crashes, the error is logged and the host shuts down (a dead relay must not go
+        unnoticed).
+        """
+        self._background.append((name, fn))
+
+    @property
+    def stopping(self) -> asyncio.Event:
+        """Set when shutdown begins."""
+        if self._stopping is None:
+            self._stopping = asyncio.Event()
+        return self._stopping
+
+    @property
+    def service_names(self) -> list[str]:
+        """Fully qualified names of the services added so far."""
+        return [d.full_name for d, _, _ in self._services]
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Run setup and start hooks, bind the gRPC and metrics servers, start tasks."""
+        cfg = self.config
+        _ensure_sqlite_dir(cfg.database_url)
+        structlog.contextvars.bind_contextvars(service=self.name)
+        if cfg.auth_secret_is_default:
+            self.log.warning(
+                "auth.dev_secret",
+                message="ELECTRIC_AUTH_SECRET is unset: using the PUBLIC development secret. "
+                "Anyone can mint tokens. Never run like this in production.",
+            )
+        _ = self.stopping
+        if self._setup is not None:
+            await self._setup(self)
+        for hook in self._startup:
+            await _call(hook)
+        interceptors: list[Any] = [ContextInterceptor(self.name), MetricsInterceptor(self.metrics)]
+        if self._auth:
+            interceptors.append(AuthInterceptor(cfg.auth_secret, exempt_prefixes=self._auth_exempt))
+        interceptors.extend(self._extra_interceptors)
+        server = grpc.aio.server(interceptors=interceptors)
+        for _, add, servicer in self._services:
+            add(servicer, server)
+        self._health = health_aio.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
+        names = [*self.service_names, health.SERVICE_NAME, reflection.SERVICE_NAME]
+        reflection.enable_server_reflection(names, server)
+        self.grpc_port = server.add_insecure_port(f"{cfg.grpc_host}:{cfg.grpc_port}")
+        if self.grpc_port == 0:
+            raise OSError(f"cannot bind gRPC {cfg.grpc_host}:{cfg.grpc_port}")
+        await server.start()
+        self._server = server
+        if cfg.metrics_port >= 0:
+            self._metrics_server = MetricsServer(
+                self.metrics.registry, cfg.metrics_host, cfg.metrics_port
+            )
+            self.metrics_port = self._metrics_server.port
+        for name in [*self.service_names, ""]:
+            await self._health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        self.metrics.up.set(1)
+        for name, fn in self._background:
+            self._tasks.append(asyncio.create_task(self._guard(name, fn), name=name))
+        self.log.info(
+            "service.started",
+            grpc=f"{cfg.grpc_host}:{self.grpc_port}",
+            metrics=(
+                f"http://{cfg.metrics_host}:{self.metrics_port}/metrics"
+                if self._metrics_server
+                else None
+            ),
+            services=self.service_names,
+            config=cfg.describe(),
+        )
+
+    async def _guard(self, name: str, fn: BackgroundFn) -> None:
+        try:
+            await fn()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            self.log.exception("background.crashed", task=name)
+            self.stopping.set()
+
+    async def stop(self, grace: float | None = None) -> None:
+        """Drain and stop (idempotent). ``grace`` defaults to the configured grace period."""
+        if self._stopped:
+            return
+        self._stopped = True
+        grace = self.config.shutdown_grace_seconds if grace is None else grace
+        self.log.info("service.stopping", grace_seconds=grace)
+        self.stopping.set()
+        self.metrics.up.set(0)
+        if self._health is not None:
+            await self._health.enter_graceful_shutdown()
+        if self._server is not None:
+            await self._server.stop(grace)
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        for hook in reversed(self._shutdown):
+            try:
+                await _call(hook)
+            except Exception:
+                self.log.exception("shutdown.hook_failed", hook=getattr(hook, "__qualname__", ""))
+        if self._metrics_server is not None:
+            self._metrics_server.close()
+        self.log.info("service.stopped")
+
+    async def wait_stopping(self) -> None:
+        """Return when shutdown was requested (signal, :meth:`stop` or a crashed task)."""
+        await self.stopping.wait()
+
+
+async def _call(hook: Hook) -> None:
+    result = hook()
+    if inspect.isawaitable(result):
+        await result
+
+
+def _ensure_sqlite_dir(url: str) -> None:
+    prefix, sep, path = url.partition(":///")
+    if sep and prefix.startswith("sqlite") and path and not path.startswith(":memory:"):
+        Path(path.split("?", 1)[0]).parent.mkdir(parents=True, exist_ok=True)
+
+
+async def run_hosts(
+    hosts: Sequence[ServiceHost],
+    *,
+    install_signal_handlers: bool = True,
+    ready: Callable[[Sequence[ServiceHost]], None] | None = None,
+) -> int:
+    """Start ``hosts``, serve until SIGTERM/SIGINT (or one host stops), drain all; exit code.
+
+    Returns 0 after a clean drain, 1 when start-up failed or a background task crashed.
+    ``ready`` is called once all hosts serve (e.g. to print addresses).
+    """
+    loop = asyncio.get_running_loop()
+    requested = asyncio.Event()
+    log = get_logger("electric.platform")
+    if install_signal_handlers:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, requested.set)
+    started: list[ServiceHost] = []
+    code = 0
+    try:
+        for host in hosts:
+            await host.start()
+            started.append(host)
+        if ready is not None:
+            ready(hosts)
+        waiters = [asyncio.create_task(requested.wait())] + [
+            asyncio.create_task(h.wait_stopping()) for h in hosts
+        ]
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        for w in waiters:
+            w.cancel()
+        if not requested.is_set():
+            log.error("platform.host_stopped_unexpectedly")
+            code = 1
+        else:
+            log.info("platform.signal_received")
+    except Exception:
+        log.exception("platform.start_failed")
+        code = 1
+    finally:
+        await asyncio.gather(*(h.stop() for h in reversed(started)), return_exceptions=True)
+        if install_signal_handlers:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(sig)
+    return code
+
+
+def serve(*hosts: ServiceHost) -> None:
+    """Run ``hosts`` in a new event loop until a signal; exit the process with its code."""
+    if not hosts:
+        raise ValueError("serve() needs at least one ServiceHost")
+    cfg = hosts[0].config
+    configure_logging(cfg.log_level, cfg.log_format)
+    sys.exit(asyncio.run(run_hosts(hosts)))
+
+
+def main(service: str, setup: SetupFn, **host_options: Any) -> None:
+    """Entry point of ``python -m electric_<service>``: load config, serve, exit."""
+    config = load_config(service)
+    configure_logging(config.log_level, config.log_format)
+    serve(ServiceHost(config, setup, **host_options))

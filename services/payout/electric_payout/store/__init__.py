@@ -1,0 +1,1 @@
+"""Own tables of the payout service (SQLAlchemy Core), migrations and queries."""

@@ -1,0 +1,1 @@
+"""Registration's own tables (SQLAlchemy Core), migrations and queries."""

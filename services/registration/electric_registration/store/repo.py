@@ -1,0 +1,193 @@
+"""Queries and writes over registration's tables (synchronous; run via asyncio.to_thread)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Connection, case, func, insert, select
+
+from electric_registration.store import tables as t
+
+
+@dataclass(frozen=True)
+class TierRow:
+    """One buy-in tier with its live counts."""
+
+    tier_id: str
+    name: str
+    buy_in_cents: int
+    rake_cents: int
+    seats: int
+    starting_stack: int
+    game_speed: str
+    open_tables: int
+    tables_filling: int
+    players_waiting: int
+
+
+def list_tiers(conn: Connection) -> list[TierRow]:
+    """Active tiers, cheapest first, with open tables and waiting players."""
+    registering = t.tables.c.status == "registering"
+    counts = (
+        select(
+            t.tables.c.tier_id,
+            func.count().label("open_tables"),
+            func.sum(case((t.tables.c.players_registered > 0, 1), else_=0)).label("filling"),
+            func.sum(t.tables.c.players_registered).label("waiting"),
+        )
+        .where(registering)
+        .group_by(t.tables.c.tier_id)
+        .subquery()
+    )
+    rows = conn.execute(
+        select(
+            t.tiers,
+            func.coalesce(counts.c.open_tables, 0),
+            func.coalesce(counts.c.filling, 0),
+            func.coalesce(counts.c.waiting, 0),
+        )
+        .select_from(t.tiers.outerjoin(counts, counts.c.tier_id == t.tiers.c.tier_id))
+        .where(t.tiers.c.active == 1)
+        .order_by(t.tiers.c.buy_in_cents, t.tiers.c.sort_order)
+    ).all()
+    return [
+        TierRow(
+            tier_id=r.tier_id,
+            name=r.name,
+            buy_in_cents=int(r.buy_in_cents),
+            rake_cents=int(r.rake_cents),
+            seats=int(r.seats),
+            starting_stack=int(r.starting_stack),
+            game_speed=r.game_speed,
+            open_tables=int(r[-3]),
+            tables_filling=int(r[-2]),
+            players_waiting=int(r[-1]),
+        )
+        for r in rows
+    ]
+
+
+def lock_tier(conn: Connection, tier_id: str) -> None:
+    """Serialise table opening per tier (row lock on PostgreSQL; SQLite's BEGIN IMMEDIATE
+    already serialises writers)."""
+    conn.execute(select(t.tiers.c.tier_id).where(t.tiers.c.tier_id == tier_id).with_for_update())
+
+
+def open_table_count(conn: Connection, tier_id: str) -> int:
+    """Tables of ``tier_id`` accepting registrations."""
+    return int(
+        conn.execute(
+            select(func.count())
+            .select_from(t.tables)
+            .where(t.tables.c.tier_id == tier_id, t.tables.c.status == "registering")
+        ).scalar_one()
+    )
+
+
+def table_count(conn: Connection, tier_id: str) -> int:
+    """Tables ever opened for ``tier_id`` (numbers the table names)."""
+    return int(
+        conn.execute(
+            select(func.count()).select_from(t.tables).where(t.tables.c.tier_id == tier_id)
+        ).scalar_one()
+    )
+
+
+def insert_table(
+    conn: Connection,
+    *,
+    table_id: str,
+    tier_id: str,
+    table_name: str,
+    seats: int,
+    seed_hex: str,
+    commitment: str,
+    paytable_version: str,
+    stream_version: int,
+    opened_at: datetime,
+) -> None:
+    """Record a newly opened table (same transaction as its TableOpened event)."""
+    conn.execute(
+        insert(t.tables).values(
+            table_id=table_id,
+            tier_id=tier_id,
+            table_name=table_name,
+            status="registering",
+            seats=seats,
+            players_registered=0,
+            multiplier_seed=seed_hex,
+            multiplier_seed_commitment=commitment,
+            paytable_version=paytable_version,
+            multiplier=0,
+            prize_pool_cents=0,
+            stream_version=stream_version,
+            opened_at=opened_at,
+        )
+    )
+
+
+@dataclass(frozen=True)
+class MyTableRow:
+    """A table the player has an active entry at."""
+
+    table_id: str
+    table_name: str
+    tier_id: str
+    buy_in_cents: int
+    seats: int
+    players_registered: int
+    status: str
+    multiplier: int
+    prize_pool_cents: int
+    entry_ids: tuple[str, ...]
+
+
+def my_tables(
+    conn: Connection, player_id: str, *, include_finished: bool, offset: int, limit: int
+) -> list[MyTableRow]:
+    """Tables where ``player_id`` holds entries (not unregistered), newest first."""
+    statuses = ["registering", "running"] + (["finished", "cancelled"] if include_finished else [])
+    rows = conn.execute(
+        select(
+            t.tables.c.table_id,
+            t.tables.c.table_name,
+            t.tables.c.tier_id,
+            t.tiers.c.buy_in_cents,
+            t.tables.c.seats,
+            t.tables.c.players_registered,
+            t.tables.c.status,
+            t.tables.c.multiplier,
+            t.tables.c.prize_pool_cents,
+            t.entries.c.entry_id,
+            t.tables.c.opened_at,
+        )
+        .select_from(
+            t.entries.join(t.tables, t.tables.c.table_id == t.entries.c.table_id).join(
+                t.tiers, t.tiers.c.tier_id == t.tables.c.tier_id
+            )
+        )
+        .where(
+            t.entries.c.player_id == player_id,
+            t.entries.c.status != "unregistered",
+            t.tables.c.status.in_(statuses),
+        )
+        .order_by(t.tables.c.opened_at.desc(), t.tables.c.table_id, t.entries.c.entry_id)
+    ).all()
+    grouped: dict[str, MyTableRow] = {}
+    for r in rows:
+        prev = grouped.get(r.table_id)
+        entries = (*prev.entry_ids, r.entry_id) if prev else (r.entry_id,)
+        grouped[r.table_id] = MyTableRow(
+            table_id=r.table_id,
+            table_name=r.table_name,
+            tier_id=r.tier_id,
+            buy_in_cents=int(r.buy_in_cents),
+            seats=int(r.seats),
+            players_registered=int(r.players_registered),
+            status=r.status,
+            multiplier=int(r.multiplier),
+            prize_pool_cents=int(r.prize_pool_cents),
+            entry_ids=entries,
+        )
+    return list(grouped.values())[offset : offset + limit]

@@ -1,0 +1,1 @@
+"""Own tables of the table service (SQLAlchemy Core), migrations and queries."""

@@ -1,0 +1,42 @@
+"""Table service's read model. Names start with ``table_``; no other service reads them.
+
+The event stream ``table-<table_id>`` is the source of truth; these rows are the projection
+GetTable/WatchTable read, written in the same transaction as the events.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy import BigInteger, Column, DateTime, Integer, MetaData, String, Table
+
+#: Alembic revisions of the table service's own tables.
+VERSIONS_DIR = Path(__file__).resolve().parent / "migrations" / "versions"
+
+metadata = MetaData()
+
+tables = Table(
+    "table_tables",
+    metadata,
+    Column("table_id", String(64), primary_key=True),
+    Column("table_name", String(200), nullable=False),
+    #: starting | running | finished
+    Column("status", String(32), nullable=False),
+    Column("multiplier", BigInteger, nullable=False),
+    Column("prize_pool_cents", BigInteger, nullable=False),
+    Column("buy_in_cents", BigInteger, nullable=False),
+    Column("starting_stack", BigInteger, nullable=False),
+    Column("stream_version", BigInteger, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)
+
+seats = Table(
+    "table_seats",
+    metadata,
+    Column("table_id", String(64), primary_key=True),
+    Column("seat", Integer, primary_key=True),
+    Column("player_id", String(200), nullable=False),
+    Column("entry_id", String(64), nullable=False),
+    Column("display_name", String(200), nullable=False),
+    Column("stack", BigInteger, nullable=False),
+)

@@ -1,0 +1,358 @@
+"""Application service of the wallet: load state, run the ledger's decision, append the
+events and update the projections in ONE database transaction.
+
+Synchronous and thread-safe (the gRPC layer calls it through ``asyncio.to_thread``). Every
+command is retried on a lost race — :class:`electric_eventlog.ConcurrencyError`, a unique
+violation from a concurrent insert, a PostgreSQL deadlock or serialisation failure — from a
+fresh read; a retry of an already applied command then finds it and returns the original
+result. After ``max_attempts`` lost races the command fails with :class:`Aborted`.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import random
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection, Engine, select
+from sqlalchemy.exc import IntegrityError, OperationalError
+
+from electric_eventlog.engine import read_only
+from electric_eventlog.errors import ConcurrencyError
+from electric_eventlog.store import EventStore
+from electric_platform.context import correlation_id, request_id
+
+from . import codec, store
+from . import domain as d
+
+R = TypeVar("R")
+
+#: Default and maximum page sizes of ListTransactions.
+DEFAULT_PAGE = 50
+MAX_PAGE = 500
+
+
+class Aborted(d.WalletError):
+    """Concurrent writers kept winning; the caller may retry the same call (ABORTED)."""
+
+    code = "ABORTED"
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class Result:
+    """A transfer after a command, and whether the command was a retry (nothing changed)."""
+
+    transfer: d.Transfer
+    replayed: bool
+
+
+def _retryable(exc: BaseException) -> bool:
+    if isinstance(exc, ConcurrencyError | IntegrityError):
+        return True
+    if isinstance(exc, OperationalError):
+        code = getattr(exc.orig, "sqlstate", None)
+        return code in ("40001", "40P01") or "database is locked" in str(exc)
+    return False
+
+
+class Wallet:
+    """The wallet's commands and queries over one database (PostgreSQL or SQLite)."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        events: EventStore,
+        *,
+        clock: Callable[[], datetime] = utc_now,
+        max_attempts: int = 30,
+    ) -> None:
+        self.engine = engine
+        self.events = events
+        self.clock = clock
+        self.max_attempts = max_attempts
+        #: Lost races that were retried (for tests and metrics).
+        self.retries = 0
+
+    # ------------------------------------------------------------------ machinery
+
+    def _command(
+        self,
+        account_ids: Callable[[Connection], Iterable[str]],
+        transfer_ids: Iterable[str],
+        decide: Callable[[d.Ledger, datetime], tuple[R, list[d.Event]]],
+    ) -> R:
+        tids = tuple(transfer_ids)
+        for attempt in range(1, self.max_attempts + 1):
+            try:
+                with self.engine.begin() as conn:
+                    ledger = store.load(conn, account_ids(conn), tids, lock=True)
+                    before = copy.deepcopy(ledger)
+                    result, events = decide(ledger, self.clock())
+                    if events:
+                        self._append(conn, events)
+                        store.save(conn, before, events)
+                    return result
+            except Exception as exc:
+                if not _retryable(exc) or attempt == self.max_attempts:
+                    if _retryable(exc):
+                        raise Aborted(
+                            f"gave up after {attempt} concurrent conflicts; retry: {exc}"
+                        ) from exc
+                    raise
+                self.retries += 1
+                time.sleep(random.uniform(0, 0.002 * attempt))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _append(self, conn: Connection, events: Sequence[d.Event]) -> None:
+        """Append each event to its stream: creations expect a new stream, resolutions of
+        a pending transfer expect version 1 (so a transfer resolves at most once)."""
+        for event in events:
+            resolves = isinstance(event, d.TransferVoided) or (
+                isinstance(event, d.TransferPosted) and event.was_pending
+            )
+            self.events.append(
+                conn,
+                codec.stream_of(event),
+                1 if resolves else 0,
+                [codec.event_to_pb(event)],
+                correlation_id=correlation_id() or request_id(),
+                causation_id=request_id(),
+                occurred_at=event.occurred_at,
+            )
+
+    def _read(self) -> Connection:
+        return read_only(self.engine.connect())
+
+    # ------------------------------------------------------------------ commands
+
+    def bootstrap(self) -> int:
+        """Open the system accounts that are missing; returns how many were opened."""
+
+        def decide(ledger: d.Ledger, now: datetime) -> tuple[int, list[d.Event]]:
+            events: list[d.Event] = []
+            for aid in d.SYSTEM_ACCOUNTS:
+                events += ledger.open_account(aid, now)
+            return len(events), events
+
+        return self._command(lambda _c: d.SYSTEM_ACCOUNTS, (), decide)
+
+    def open_player(self, player_id: str) -> tuple[dict[str, int], bool]:
+        """Open a player's accounts (idempotent): (balance breakdown, opened now?)."""
+        if not d.valid_player_id(player_id):
+            raise d.InvalidArgument(f"malformed player id {player_id!r}")
+
+        def decide(
+            ledger: d.Ledger, now: datetime
+        ) -> tuple[tuple[dict[str, int], bool], list[d.Event]]:
+            events = ledger.open_player(player_id, now)
+            return (d.balance_breakdown(ledger, player_id), bool(events)), events
+
+        return self._command(lambda _c: d.player_account_ids(player_id), (), decide)
+
+    def create_transfer(self, req: d.TransferRequest) -> Result:
+        """Create a pending or posted transfer (idempotent by transfer id)."""
+        d.validate_request(req)
+        stake = (
+            [req.credit.stake_transfer_id]
+            if isinstance(req.credit, d.PlayerWinnings) and req.credit.stake_transfer_id
+            else []
+        )
+
+        def decide(ledger: d.Ledger, now: datetime) -> tuple[Result, list[d.Event]]:
+            t, events = ledger.create_transfer(req, now)
+            return Result(t, not events), events
+
+        return self._command(
+            lambda _c: d.request_account_ids(req), [req.transfer_id, *stake], decide
+        )
+
+    def _resolve(
+        self,
+        transfer_id: str,
+        act: Callable[[d.Ledger, datetime], tuple[d.Transfer, list[d.Event]]],
+    ) -> Result:
+        if not transfer_id:
+            raise d.InvalidArgument("transfer_id is required")
+
+        def accounts_of(conn: Connection) -> Iterable[str]:
+            t = store.load_transfer(conn, transfer_id)
+            if t is None:
+                raise d.NotFound(f"transfer {transfer_id} does not exist")
+            return {a for leg in t.legs for a in (leg.debit, leg.credit)}
+
+        def decide(ledger: d.Ledger, now: datetime) -> tuple[Result, list[d.Event]]:
+            t, events = act(ledger, now)
+            return Result(t, not events), events
+
+        return self._command(accounts_of, [transfer_id], decide)
+
+    def post_transfer(self, transfer_id: str, amount: int | None = None) -> Result:
+        """Post a pending transfer (all of it, or ``amount`` <= the pending amount)."""
+        if amount is not None:
+            d.check_amount(amount)
+        return self._resolve(
+            transfer_id, lambda ledger, now: ledger.post_transfer(transfer_id, amount, now)
+        )
+
+    def void_transfer(self, transfer_id: str, reason: str = "") -> Result:
+        """Void a pending transfer."""
+        return self._resolve(
+            transfer_id, lambda ledger, now: ledger.void_transfer(transfer_id, reason, now)
+        )
+
+    def deposit(self, transfer_id: str, player_id: str, amount: int, memo: str = "") -> Result:
+        """Credit a player's cash from ``operator:cash_in``, opening the player if needed."""
+        req = d.TransferRequest(
+            transfer_id,
+            d.AccountSide("operator:cash_in"),
+            d.AccountSide(d.player_account_id(player_id, d.AccountKind.PLAYER_CASH)),
+            amount,
+            code="deposit",
+            memo=memo,
+        )
+        if not d.valid_player_id(player_id):
+            raise d.InvalidArgument(f"malformed player id {player_id!r}")
+        d.validate_request(req)
+
+        def decide(ledger: d.Ledger, now: datetime) -> tuple[Result, list[d.Event]]:
+            existing = ledger.transfers.get(transfer_id)
+            opened = [] if existing is not None else ledger.open_player(player_id, now)
+            t, events = ledger.create_transfer(req, now)
+            return Result(t, not events), opened + events
+
+        ids = (*d.player_account_ids(player_id), "operator:cash_in")
+        return self._command(lambda _c: ids, [transfer_id], decide)
+
+    def withdraw(self, transfer_id: str, player_id: str, amount: int, memo: str = "") -> Result:
+        """Debit a player's cash to ``operator:cash_out``."""
+        if not d.valid_player_id(player_id):
+            raise d.InvalidArgument(f"malformed player id {player_id!r}")
+        return self.create_transfer(
+            d.TransferRequest(
+                transfer_id,
+                d.AccountSide(d.player_account_id(player_id, d.AccountKind.PLAYER_CASH)),
+                d.AccountSide("operator:cash_out"),
+                amount,
+                code="withdrawal",
+                memo=memo,
+            )
+        )
+
+    def adjust(
+        self, transfer_id: str, player_id: str, kind: d.AccountKind, amount: int, reason: str
+    ) -> Result:
+        """Move one of a player's accounts up (amount > 0) or down (amount < 0): cash
+        against ``operator:adjustments``, bonus kinds against ``house:promotions``."""
+        if kind not in d.PLAYER_KINDS:
+            raise d.InvalidArgument("account_kind must be a player account kind")
+        if not d.valid_player_id(player_id):
+            raise d.InvalidArgument(f"malformed player id {player_id!r}")
+        if not reason.strip():
+            raise d.InvalidArgument("reason is required for an adjustment")
+        if amount == 0:
+            raise d.InvalidArgument("amount must not be 0")
+        counter = (
+            "operator:adjustments" if kind is d.AccountKind.PLAYER_CASH else "house:promotions"
+        )
+        player = d.AccountSide(d.player_account_id(player_id, kind))
+        house = d.AccountSide(counter)
+        debit, credit = (house, player) if amount > 0 else (player, house)
+        return self.create_transfer(
+            d.TransferRequest(
+                transfer_id, debit, credit, abs(amount), code="adjustment", memo=reason
+            )
+        )
+
+    # ------------------------------------------------------------------ queries
+
+    def balance(self, player_id: str) -> dict[str, int]:
+        """The balance breakdown of a player (NotFound when the player has no wallet)."""
+        if not d.valid_player_id(player_id):
+            raise d.InvalidArgument(f"malformed player id {player_id!r}")
+        with self._read() as conn:
+            ledger = store.load(conn, d.player_account_ids(player_id))
+        if len(ledger.accounts) < 3:
+            raise d.NotFound(
+                f"player {player_id} has no wallet (OpenPlayerAccounts or Deposit opens one)"
+            )
+        return d.balance_breakdown(ledger, player_id)
+
+    def account(self, account_id: str) -> d.Account:
+        if d.parse_account_id(account_id) is None:
+            raise d.InvalidArgument(f"malformed account id {account_id!r}")
+        with self._read() as conn:
+            return store.load(conn, [account_id]).account(account_id)
+
+    def transfer(self, transfer_id: str) -> d.Transfer:
+        if not transfer_id:
+            raise d.InvalidArgument("transfer_id is required")
+        with self._read() as conn:
+            t = store.load_transfer(conn, transfer_id)
+        if t is None:
+            raise d.NotFound(f"transfer {transfer_id} does not exist")
+        return t
+
+    def statement(
+        self,
+        *,
+        player_id: str = "",
+        account_id: str = "",
+        page_size: int = 0,
+        page_token: str = "",
+    ) -> tuple[list[store.Entry], str]:
+        """Entries of a player's accounts or of one account, newest first, one page; the
+        second value is the token of the next page ("" when none)."""
+        if bool(player_id) == bool(account_id):
+            raise d.InvalidArgument("give exactly one of player_id and account_id")
+        if player_id and not d.valid_player_id(player_id):
+            raise d.InvalidArgument(f"malformed player id {player_id!r}")
+        if account_id and d.parse_account_id(account_id) is None:
+            raise d.InvalidArgument(f"malformed account id {account_id!r}")
+        if page_size < 0 or page_size > MAX_PAGE:
+            raise d.InvalidArgument(f"page_size must be 0..{MAX_PAGE}")
+        size = page_size or DEFAULT_PAGE
+        scope = f"p:{player_id}" if player_id else f"a:{account_id}"
+        before = _decode_token(page_token, scope) if page_token else None
+        e = store.entries
+        query = select(e).order_by(e.c.entry_id.desc()).limit(size + 1)
+        query = query.where(e.c.player_id == player_id if player_id else e.c.account_id == account_id)
+        if before is not None:
+            query = query.where(e.c.entry_id < before)
+        with self._read() as conn:
+            ids = d.player_account_ids(player_id) if player_id else (account_id,)
+            if not store.load(conn, ids).accounts:
+                raise d.NotFound(f"no such {'player' if player_id else 'account'} wallet")
+            rows = [store.entry_from_row(r) for r in conn.execute(query)]
+        more = len(rows) > size
+        rows = rows[:size]
+        token = _encode_token(rows[-1].entry_id, scope) if more and rows else ""
+        return rows, token
+
+
+def _encode_token(entry_id: int, scope: str) -> str:
+    raw = json.dumps({"before": entry_id, "scope": scope}).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_token(token: str, scope: str) -> int:
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        data: Any = json.loads(raw)
+        before = data["before"]
+        if not isinstance(before, int) or isinstance(before, bool):
+            raise ValueError
+    except (ValueError, KeyError, TypeError):
+        raise d.InvalidArgument("page_token is malformed") from None
+    if data.get("scope") != scope:
+        raise d.InvalidArgument("page_token belongs to another statement")
+    return before

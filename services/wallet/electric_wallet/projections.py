@@ -1,0 +1,117 @@
+"""Rebuilding the wallet's read models from the event log, and checking them against it.
+
+The projections (``wallet_accounts``, ``wallet_transfers``, ``wallet_entries``) are written
+in the same transaction as each append (:func:`store.save`). They are caches of a fold over
+the wallet's events: :func:`rebuild_from_events` folds every ``electric.wallet.v1`` event of
+the store through the pure ledger, :func:`rebuild_and_compare` reports every difference
+between that fold and the tables (empty list = consistent), and :func:`rebuild_projections`
+replaces the tables with the fold (disaster recovery, schema changes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from sqlalchemy import Connection, Engine, insert, select
+
+from electric_eventlog.store import EventStore
+
+from . import codec, store
+from . import domain as d
+
+
+@dataclass
+class Fold:
+    """The ledger and the statement rebuilt from events."""
+
+    ledger: d.Ledger = field(default_factory=d.Ledger)
+    entries: list[store.Entry] = field(default_factory=list)
+    events: int = 0
+
+
+def rebuild_from_events(conn: Connection, events: EventStore) -> Fold:
+    """Fold every wallet event of the store, in global order."""
+    fold = Fold()
+    for envelope in events.iter_all(conn):
+        if envelope.event_type not in codec.EVENT_TYPE_NAMES:
+            continue
+        event = codec.event_from_pb(
+            events.decode(envelope), envelope.occurred_at.ToDatetime(tzinfo=UTC)
+        )
+        fold.entries += store.entries_for(event, fold.ledger)
+        fold.ledger.apply(event)
+        fold.events += 1
+    return fold
+
+
+def _snapshot_tx(engine: Engine) -> Connection:
+    if engine.dialect.name == "postgresql":
+        return engine.connect().execution_options(isolation_level="REPEATABLE READ")
+    from electric_eventlog.engine import read_only
+
+    return read_only(engine.connect())
+
+
+def rebuild_and_compare(engine: Engine, events: EventStore) -> list[str]:
+    """Differences between the projections and a fold of the events (one consistent
+    snapshot of both). An empty list means the read models are exactly the fold."""
+    with _snapshot_tx(engine) as conn:
+        fold = rebuild_from_events(conn, events)
+        accounts = {
+            r.account_id: store.account_from_row(r) for r in conn.execute(select(store.accounts))
+        }
+        transfers = {
+            r.transfer_id: store.transfer_from_row(r)
+            for r in conn.execute(select(store.transfers))
+        }
+        entries = [
+            store.entry_from_row(r)
+            for r in conn.execute(select(store.entries).order_by(store.entries.c.entry_id))
+        ]
+    diffs: list[str] = []
+    for aid in sorted(set(accounts) | set(fold.ledger.accounts)):
+        want, got = fold.ledger.accounts.get(aid), accounts.get(aid)
+        if want != got:
+            diffs.append(f"account {aid}: events say {want}, projection has {got}")
+    for tid in sorted(set(transfers) | set(fold.ledger.transfers)):
+        want_t, got_t = fold.ledger.transfers.get(tid), transfers.get(tid)
+        if want_t != got_t:
+            diffs.append(f"transfer {tid}: events say {want_t}, projection has {got_t}")
+    if len(entries) != len(fold.entries):
+        diffs.append(f"statement: events give {len(fold.entries)} entries, table has {len(entries)}")
+    for i, (want_e, got_e) in enumerate(zip(fold.entries, entries, strict=False)):
+        got_cmp = store.Entry(**{**vars(got_e), "entry_id": 0})
+        if want_e != got_cmp:
+            diffs.append(f"statement entry #{i}: events say {want_e}, table has {got_e}")
+            break
+    return diffs
+
+
+def rebuild_projections(engine: Engine, events: EventStore) -> Fold:
+    """Replace the projection tables with a fold of the events (one transaction)."""
+    with engine.begin() as conn:
+        fold = rebuild_from_events(conn, events)
+        store.wipe(conn)
+        for a in fold.ledger.accounts.values():
+            conn.execute(
+                insert(store.accounts).values(
+                    account_id=a.account_id,
+                    kind=int(a.kind),
+                    player_id=a.player_id,
+                    posted=a.posted,
+                    reserved=a.reserved,
+                    incoming=a.incoming,
+                    opened_at=_opened_at(conn, events, a.account_id),
+                )
+            )
+        for t in fold.ledger.transfers.values():
+            conn.execute(insert(store.transfers).values(**store.transfer_row(t)))
+        if fold.entries:
+            conn.execute(insert(store.entries), [store.entry_row(e) for e in fold.entries])
+    return fold
+
+
+def _opened_at(conn: Connection, events: EventStore, account_id: str) -> datetime:
+    (env,) = events.read_stream(conn, f"wallet-account-{account_id}", limit=1)
+    return env.occurred_at.ToDatetime(tzinfo=UTC)

@@ -1,0 +1,51 @@
+"""Composition root of the wallet: engine, migrations, event store, handlers, servicer,
+outbox relay. Used by ``__main__`` and by the embedded runner."""
+
+from __future__ import annotations
+
+import asyncio
+
+from sqlalchemy import Engine
+
+from electric.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from electric_eventlog import EventBus, EventStore, OutboxRelay, create_engine
+from electric_platform.server import ServiceHost
+
+from . import store
+from .api import WalletApi
+from .handlers import Wallet
+
+PRODUCER = "wallet"
+
+
+def open_wallet(database_url: str) -> Wallet:
+    """Engine + migrations + system accounts: a ready :class:`Wallet` (blocking)."""
+    engine: Engine = create_engine(database_url)
+    store.migrate(engine)
+    wallet = Wallet(engine, EventStore(engine, producer=PRODUCER))
+    wallet.bootstrap()
+    return wallet
+
+
+async def setup(host: ServiceHost, *, bus: EventBus | None = None) -> None:
+    """Wire the wallet into ``host``. Events are relayed from the outbox to ``bus`` (given by
+    the embedded runner) or, when Kafka is configured, to Kafka."""
+    wallet = await asyncio.to_thread(open_wallet, host.config.database_url)
+    host.add_service(
+        wallet_pb2.DESCRIPTOR.services_by_name["WalletService"],
+        wallet_pb2_grpc.add_WalletServiceServicer_to_server,
+        WalletApi(wallet),
+    )
+    if bus is None and host.config.uses_kafka:
+        from electric_eventlog.kafka import KafkaBus, ensure_topics
+
+        await ensure_topics(host.config.kafka_bootstrap_servers, [wallet.events.topic])
+        kafka = KafkaBus(host.config.kafka_bootstrap_servers, client_id="electric-wallet")
+        await kafka.start()
+        host.on_shutdown(kafka.stop)
+        bus = kafka
+    if bus is not None:
+        relay = OutboxRelay(wallet.engine, bus, topic=wallet.events.topic)
+        stopping = host.stopping
+        host.add_background("wallet-outbox-relay", lambda: relay.run(stopping))
+    host.on_shutdown(wallet.engine.dispose)

@@ -1,0 +1,186 @@
+"""Outbox relay, idempotent consumers, dead letters and replay over the in-process bus."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from electric.eventlog.v1.envelope_pb2 import Envelope
+from electric_eventlog import (
+    ANY,
+    ConsumerWorker,
+    EventStore,
+    IdempotentConsumer,
+    InProcessBus,
+    NewEvent,
+    OutboxRelay,
+    OutgoingMessage,
+    create_engine,
+    decode_envelope,
+    migrate,
+    replay_topic,
+    unsent_count,
+)
+from google.protobuf import any_pb2, wrappers_pb2
+from sqlalchemy import Connection, Engine, text
+
+TOPIC = "electric.testsvc.events"
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[Engine]:
+    eng = create_engine(f"sqlite:///{tmp_path / 'svc.db'}")
+    migrate(eng)
+    with eng.begin() as conn:
+        conn.execute(text("CREATE TABLE effects (event_id TEXT, value TEXT)"))
+    yield eng
+    eng.dispose()
+
+
+def count_effects(engine: Engine) -> dict[str, int]:
+    with engine.connect() as conn:
+        rows = conn.execute(text("SELECT event_id, count(*) FROM effects GROUP BY event_id"))
+        return {row[0]: row[1] for row in rows}
+
+
+def record_effect(conn: Connection, envelope: Envelope) -> None:
+    value = wrappers_pb2.StringValue()
+    envelope.payload.Unpack(value)
+    if value.value == "poison":
+        raise ValueError("cannot apply a poison event")
+    conn.execute(
+        text("INSERT INTO effects (event_id, value) VALUES (:e, :v)"),
+        {"e": envelope.event_id, "v": value.value},
+    )
+
+
+async def run_until(predicate: object, *tasks: asyncio.Task[None], timeout: float = 10.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():  # type: ignore[operator]
+        for task in tasks:
+            if task.done():
+                task.result()
+        assert loop.time() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.01)
+
+
+async def test_relay_publishes_in_order_and_consumer_applies_once(engine: Engine) -> None:
+    store = EventStore(engine, producer="testsvc")
+    for i in range(30):
+        store.append_in_new_tx(f"s-{i % 3}", ANY, [wrappers_pb2.StringValue(value=str(i))])
+    bus = InProcessBus()
+    relay = OutboxRelay(engine, bus, batch_size=7)
+    assert await relay.drain() == 30
+    with engine.connect() as conn:
+        assert unsent_count(conn) == 0
+    # A crash between publish and mark re-sends: simulate by publishing everything again.
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE eventlog_outbox SET sent_at = NULL WHERE global_position > 20"))
+    assert await relay.drain() == 10
+    assert bus.end_offset(TOPIC) == 40
+
+    seen = [decode_envelope(m) async for m in bus.read_topic(TOPIC)]
+    first_seen: dict[str, list[int]] = {}
+    for env in seen:
+        versions = first_seen.setdefault(env.stream_id, [])
+        if env.stream_version not in versions:
+            versions.append(env.stream_version)
+    assert all(v == sorted(v) == list(range(1, len(v) + 1)) for v in first_seen.values())
+
+    worker = ConsumerWorker(
+        engine=engine,
+        bus=bus,
+        consumer=IdempotentConsumer("test.effects"),
+        topics=[TOPIC],
+        effect=record_effect,
+    )
+    stop = asyncio.Event()
+    task = asyncio.create_task(worker.run(stop))
+    await run_until(lambda: bus.committed("test.effects", TOPIC) == 40, task)
+    stop.set()
+    await task
+    effects = count_effects(engine)
+    assert len(effects) == 30 and set(effects.values()) == {1}
+    assert (worker.applied, worker.skipped) == (30, 10)
+
+    # Redelivering everything to the same consumer (new group, same ledger): no new effect.
+    again = ConsumerWorker(
+        engine=engine,
+        bus=bus,
+        consumer=IdempotentConsumer("test.effects"),
+        topics=[TOPIC],
+        effect=record_effect,
+        group_id="test.effects.replay",
+    )
+    for message in [m async for m in bus.read_topic(TOPIC)]:
+        await again.handle(message)
+    assert count_effects(engine) == effects and again.applied == 0
+
+
+async def test_poison_event_goes_to_dlq_and_consumer_carries_on(engine: Engine) -> None:
+    store = EventStore(engine, producer="testsvc")
+    for value in ["ok-1", "poison", "ok-2"]:
+        store.append_in_new_tx("p-1", ANY, [wrappers_pb2.StringValue(value=value)])
+    bus = InProcessBus()
+    await OutboxRelay(engine, bus).drain()
+    await bus.publish([OutgoingMessage(TOPIC, b"garbage", b"\xff\xff not an envelope")])
+    worker = ConsumerWorker(
+        engine=engine,
+        bus=bus,
+        consumer=IdempotentConsumer("test.dlq"),
+        topics=[TOPIC],
+        effect=record_effect,
+        retry_delay=0.001,
+    )
+    stop = asyncio.Event()
+    task = asyncio.create_task(worker.run(stop))
+    await run_until(lambda: bus.committed("test.dlq", TOPIC) == 4, task)
+    stop.set()
+    await task
+    with engine.connect() as conn:
+        good = {e.event_id for e in store.read_stream(conn, "p-1") if e.stream_version != 2}
+    assert set(count_effects(engine)) == good
+    dlq = [m async for m in bus.read_topic(f"{TOPIC}.dlq")]
+    assert len(dlq) == 2 and worker.dead_lettered == 2
+    poison = decode_envelope(dlq[0])
+    assert poison.stream_version == 2
+    assert b"ValueError: cannot apply a poison event" in (dlq[0].header("dlq-reason") or b"")
+    assert dlq[0].header("dlq-attempts") == b"3"
+    assert dlq[0].header("dlq-source-offset") == b"1"
+    assert (dlq[1].header("dlq-reason") or b"").startswith(b"undecodable envelope")
+    with engine.connect() as conn:
+        reasons = conn.execute(text("SELECT reason FROM eventlog_dead_letters ORDER BY id")).all()
+        assert len(reasons) == 2
+        # Redelivery of the poison event is skipped, not dead-lettered twice.
+        assert IdempotentConsumer("test.dlq").is_applied(conn, poison.event_id)
+
+
+async def test_unknown_type_passes_through_bus_and_replay(engine: Engine) -> None:
+    store = EventStore(engine, producer="testsvc")
+    unknown = any_pb2.Any(type_url="type.googleapis.com/electric.future.v9.Thing", value=b"\x01")
+    store.append_in_new_tx("u-1", ANY, [NewEvent(payload=unknown), wrappers_pb2.StringValue()])
+    bus = InProcessBus()
+    await OutboxRelay(engine, bus).drain()
+    replayed: list[Envelope] = []
+    assert await replay_topic(bus, TOPIC, replayed.append) == 2
+    assert replayed[0].payload == unknown
+    assert store.decode(replayed[0]) == unknown
+    assert store.decode(replayed[1]) == wrappers_pb2.StringValue()
+    with engine.connect() as conn:
+        assert [e.hash for e in store.read_all(conn)] == [e.hash for e in replayed]
+
+
+def test_apply_records_in_the_callers_transaction(engine: Engine) -> None:
+    consumer = IdempotentConsumer("test.tx")
+    env = Envelope(event_id="e-1", stream_id="s", stream_version=1)
+    with pytest.raises(RuntimeError), engine.begin() as conn:
+        assert consumer.apply(conn, env)
+        raise RuntimeError("effect failed: both the effect and the record roll back")
+    with engine.begin() as conn:
+        assert consumer.apply(conn, env)
+    with engine.begin() as conn:
+        assert not consumer.apply(conn, env)
+        assert IdempotentConsumer("other").apply(conn, env)
