@@ -71,6 +71,15 @@ bench: setup
 exhaustive: setup
 	$(BIN)/pytest -m slow -p no:cacheprovider --timeout=7200 tests
 
+## Electric Poker pay-table math sheet (optional CONFIG=path/to/config.yaml).
+paytable: setup
+	$(BIN)/python -m electric_domain.tournament.mathsheet $(CONFIG)
+
+## Play N Electric Poker tournaments in virtual time: make simulate N=100000 SEED=1 JOBS=2
+simulate: setup
+	$(BIN)/python -m electric_domain.tournament.simulate -n $(or $(N),10000) \
+		--seed $(or $(SEED),1) --jobs $(or $(JOBS),2)
+
 infra-up:
 	bash deploy/infra.sh up
 

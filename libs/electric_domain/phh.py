@@ -206,7 +206,7 @@ def _places(v: Any) -> int:
 
 def _to_minor(v: Any, scale: int, what: str) -> int:
     if type(v) is int:
-        return v * scale  # type: ignore[no-any-return]
+        return v * scale
     if isinstance(v, bool) or not isinstance(v, int | Decimal):
         raise PhhError(f"{what}: not a number: {v!r}")
     if isinstance(v, int):
@@ -352,8 +352,8 @@ def replay_fields(fields: dict[str, Any], index: int = 1) -> ReplayResult:
         for k, action in enumerate(actions, 1):
             try:
                 cmd = _command(state, action, scale)
-                if type(cmd) is Show and state.shown[cmd.player]:  # type: ignore[union-attr]
-                    _check_exposed(state, cmd)  # type: ignore[arg-type]
+                if type(cmd) is Show and state.shown[cmd.player]:
+                    _check_exposed(state, cmd)
                     continue
                 state, events = step(state, cmd)
             except (CommandRejected, PhhError, ValueError) as exc:
@@ -362,6 +362,10 @@ def replay_fields(fields: dict[str, Any], index: int = 1) -> ReplayResult:
             all_events.extend(events)
         while state.phase is Phase.SHOWDOWN and state.showdown_queue:
             p = state.showdown_queue[0]
+            if UNKNOWN_CARD in state.hole[p]:
+                raise PhhError(
+                    f"showdown: the outcome depends on the unknown hole cards of p{p + 1}"
+                )
             try:
                 state, events = step(state, Muck(p) if _can_muck(state, p) else Show(p))
             except CommandRejected as exc:

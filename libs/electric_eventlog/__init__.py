@@ -38,8 +38,8 @@ from .inprocess import InProcessBus
 from .migrate import downgrade, migrate, upgrade
 from .model import ANY, NO_STREAM, STREAM_EXISTS, Expected, ExpectedVersion, NewEvent, Snapshot
 from .outbox import fetch_unsent, mark_sent, purge_sent, unsent_count
+from .outbox_relay import OutboxRelay
 from .registry import PayloadRegistry, default_registry, pack, type_name_of
-from .relay import OutboxRelay
 from .replay import fold_stream, replay_store, replay_topic
 from .store import EventStore, utc_now
 from .topics import dlq_topic_for, partitions_for, topic_for

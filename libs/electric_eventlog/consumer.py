@@ -21,7 +21,10 @@ from datetime import datetime
 from electric.eventlog.v1.envelope_pb2 import Envelope
 from google.protobuf.message import DecodeError
 from sqlalchemy import Connection, Engine, insert, select
-from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.sql.expression import Insert
 
 from . import schema
 from .bus import EventBus, OutgoingMessage, ReceivedMessage, decode_envelope
@@ -88,8 +91,6 @@ class IdempotentConsumer:
         self._record(conn, stub, DEAD_LETTERED)
 
     def _record(self, conn: Connection, envelope: Envelope, outcome: str) -> bool:
-        if self.is_applied(conn, envelope.event_id):
-            return False
         values = {
             "consumer": self.name,
             "event_id": envelope.event_id,
@@ -98,13 +99,16 @@ class IdempotentConsumer:
             "outcome": outcome,
             "applied_at": self._clock(),
         }
-        # A savepoint keeps the caller's transaction usable if a concurrent duplicate wins.
-        try:
-            with conn.begin_nested():
-                conn.execute(insert(schema.applied).values(**values))
-        except IntegrityError:
-            return False
-        return True
+        # ON CONFLICT DO NOTHING: one round trip, and a concurrent duplicate waits for the
+        # first transaction, then inserts nothing (or inserts, if the first rolled back).
+        dialect = conn.dialect.name
+        if dialect == "postgresql":
+            statement: Insert = pg_insert(schema.applied).on_conflict_do_nothing()
+        elif dialect == "sqlite":
+            statement = sqlite_insert(schema.applied).on_conflict_do_nothing()
+        else:  # pragma: no cover - only PostgreSQL and SQLite are supported
+            raise NotImplementedError(dialect)
+        return conn.execute(statement, values).rowcount == 1
 
 
 def is_transient(error: BaseException) -> bool:

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from electric.eventlog.v1.envelope_pb2 import Envelope
 from google.protobuf import any_pb2
 from google.protobuf.message import Message
-from sqlalchemy import Connection, Engine, func, insert, select, update
+from sqlalchemy import Connection, Engine, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 from . import schema
@@ -31,6 +31,23 @@ from .registry import PayloadRegistry, default_registry, pack, type_name_of
 from .topics import topic_for
 
 Clock = Callable[[], datetime]
+
+# Hot-path statements built once: building SQLAlchemy expressions per call costs more CPU
+# than the database round trips they make.
+_ALLOCATE = (
+    update(schema.head)
+    .where(schema.head.c.id == 1)
+    .values(last_position=schema.head.c.last_position + bindparam("count"))
+    .returning(schema.head.c.last_position)
+)
+_TIP = (
+    select(schema.events.c.stream_version, schema.events.c.hash)
+    .where(schema.events.c.stream_id == bindparam("stream_id"))
+    .order_by(schema.events.c.stream_version.desc())
+    .limit(1)
+)
+_INSERT_EVENTS = insert(schema.events)
+_INSERT_OUTBOX = insert(schema.outbox)
 
 
 def utc_now() -> datetime:
@@ -91,12 +108,7 @@ class EventStore:
             return []
         end = self._allocate_positions(conn, len(events))
         # Read the stream tip only now, under the allocation lock, so it cannot move under us.
-        tip = conn.execute(
-            select(schema.events.c.stream_version, schema.events.c.hash)
-            .where(schema.events.c.stream_id == stream_id)
-            .order_by(schema.events.c.stream_version.desc())
-            .limit(1)
-        ).first()
+        tip = conn.execute(_TIP, {"stream_id": stream_id}).first()
         version, prev_hash = (tip[0], tip[1]) if tip else (0, "")
         self._check_expected(stream_id, expected_version, version)
         default_at = to_utc(occurred_at or self._clock())
@@ -285,12 +297,7 @@ class EventStore:
     @staticmethod
     def _allocate_positions(conn: Connection, count: int) -> int:
         try:
-            end = conn.execute(
-                update(schema.head)
-                .where(schema.head.c.id == 1)
-                .values(last_position=schema.head.c.last_position + count)
-                .returning(schema.head.c.last_position)
-            ).scalar()
+            end = conn.execute(_ALLOCATE, {"count": count}).scalar()
         except OperationalError as exc:
             if _is_serialization_failure(exc):
                 raise ConcurrencyError("<global>", "serialisable allocation", None) from exc
@@ -302,7 +309,7 @@ class EventStore:
     def _insert(self, conn: Connection, stream_id: str, envelopes: list[Envelope]) -> None:
         now = self._clock()
         try:
-            conn.execute(insert(schema.events), [row_from_envelope(e, now) for e in envelopes])
+            conn.execute(_INSERT_EVENTS, [row_from_envelope(e, now) for e in envelopes])
         except IntegrityError as exc:
             text = str(exc.orig)
             if "event_id" in text:
@@ -312,7 +319,7 @@ class EventStore:
             raise ConcurrencyError(stream_id, envelopes[0].stream_version - 1, None) from exc
         if self.topic:
             conn.execute(
-                insert(schema.outbox),
+                _INSERT_OUTBOX,
                 [
                     {"global_position": e.global_position, "topic": self.topic, "created_at": now}
                     for e in envelopes

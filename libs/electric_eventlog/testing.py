@@ -23,6 +23,7 @@ from google.protobuf import any_pb2, wrappers_pb2
 from sqlalchemy import Engine, func, inspect, select, text, update
 
 from . import schema
+from .consumer import IdempotentConsumer
 from .engine import read_only
 from .errors import ConcurrencyError, StreamNotFoundError
 from .migrate import (
@@ -378,6 +379,21 @@ class RecorderCases:
             own = conn.execute(text(f"SELECT version_num FROM {EVENTLOG_VERSION_TABLE}"))
             assert list(svc) == ["svc_0001"]
             assert list(own.scalars()) == ["eventlog_0001"]
+
+    def test_concurrent_duplicate_apply_has_one_effect(self) -> None:
+        consumer = IdempotentConsumer("cases.dup")
+        envelope = self.make_store().append_in_new_tx("d-1", NO_STREAM, [event("x")])[0]
+        barrier = threading.Barrier(4)
+        results: list[bool] = []
+
+        def deliver(_: int) -> None:
+            barrier.wait()
+            with self.engine.begin() as conn:
+                results.append(consumer.apply(conn, envelope))
+                time.sleep(0.01)  # the effect would run here, inside the same transaction
+
+        run_threads(deliver, 4)
+        assert sorted(results) == [False, False, False, True], results
 
     def test_outbox_row_per_event(self) -> None:
         store = self.make_store()

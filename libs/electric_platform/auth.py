@@ -22,6 +22,7 @@ from typing import Any
 
 import grpc
 import jwt
+import structlog
 
 from electric_platform.errors import PermissionDenied, Unauthenticated
 from electric_platform.rpc import Context, HandlerCallDetails, RpcHandler, wrap_handler
@@ -190,6 +191,10 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
             if failure is not None:
                 raise failure
             token_ = _principal.set(principal)
+            if principal is not None:
+                structlog.contextvars.bind_contextvars(
+                    principal=f"{principal.role.value}:{principal.subject}"
+                )
             try:
                 yield
             finally:

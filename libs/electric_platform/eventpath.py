@@ -128,7 +128,7 @@ async def open_event_path(
     await bus.start()
     host.on_shutdown(bus.stop)  # flush the producer (runs after the final relay drain)
     relay = OutboxRelay(engine, bus, topic=store.topic)
-    host.add_background("outbox-relay", lambda: relay.run(host.stopping))
+    host.add_background("outbox-relay", lambda: relay.run(host.stopping), restart=True)
     host.on_shutdown(relay.drain)
     _register_gauges(host, engine, store.topic, relay)
     path = EventPath(engine=engine, store=store, bus=bus, relay=relay, instance_id=new_id())

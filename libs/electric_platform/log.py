@@ -61,7 +61,7 @@ def configure_logging(level: str = "INFO", fmt: str = "json") -> None:
     handler._electric = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     root.setLevel(level.upper())
-    for noisy in ("aiokafka", "kafka", "sqlalchemy.engine", "alembic"):
+    for noisy in ("aiokafka", "kafka", "sqlalchemy.engine", "alembic", "grpc", "asyncio"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
     _configured = True
 

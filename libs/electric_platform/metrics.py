@@ -11,6 +11,7 @@ go-grpc-prometheus conventions that ready-made Grafana dashboards expect:
 - ``grpc_server_msg_sent_total{grpc_service,grpc_method,grpc_type}`` (streamed responses)
 - ``electric_service_info{service,version}`` (always 1) and ``electric_service_up`` (1 while
   serving, 0 while draining)
+- ``electric_background_restarts_total{task}``
 - the standard ``process_*`` and ``python_*`` collectors.
 """
 
@@ -97,6 +98,12 @@ class ServiceMetrics:
         self.up = Gauge(
             "electric_service_up",
             "1 while the service accepts calls, 0 while draining.",
+            registry=reg,
+        )
+        self.background_restarts = Counter(
+            "electric_background_restarts_total",
+            "Restarts of a crashed background task (outbox relay, consumer).",
+            ("task",),
             registry=reg,
         )
         self.info.labels(service=service, version=software_version()).set(1)

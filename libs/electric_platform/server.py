@@ -44,7 +44,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from electric_platform.auth import DEFAULT_EXEMPT_PREFIXES, AuthInterceptor
-from electric_platform.config import ServiceConfig, load_config
+from electric_platform.config import ConfigError, ServiceConfig, load_config
 from electric_platform.context import (
     CORRELATION_ID_KEY,
     REQUEST_ID_KEY,
@@ -76,6 +76,7 @@ _EXPECTED = {
     grpc.StatusCode.UNAUTHENTICATED,
     grpc.StatusCode.PERMISSION_DENIED,
     grpc.StatusCode.OUT_OF_RANGE,
+    grpc.StatusCode.UNIMPLEMENTED,
 }
 
 
@@ -173,7 +174,7 @@ class ServiceHost:
         self._services: list[tuple[ServiceDescriptor, Callable[[Any, Any], None], Any]] = []
         self._startup: list[Hook] = []
         self._shutdown: list[Hook] = []
-        self._background: list[tuple[str, BackgroundFn]] = []
+        self._background: list[tuple[str, BackgroundFn, bool]] = []
         self._tasks: list[asyncio.Task[None]] = []
         self._server: grpc.aio.Server | None = None
         self._health: Any = None
@@ -206,14 +207,16 @@ class ServiceHost:
         """Run ``hook`` (sync or async) at shutdown, after calls drained; reverse order."""
         self._shutdown.append(hook)
 
-    def add_background(self, name: str, fn: BackgroundFn) -> None:
+    def add_background(self, name: str, fn: BackgroundFn, *, restart: bool = False) -> None:
         """Run ``fn()`` as a task while serving (e.g. the outbox relay, a consumer).
 
         It is started after the server, cancelled at shutdown before the shutdown hooks. If it
-        crashes, the error is logged and the host shuts down (a dead relay must not go
-        unnoticed).
+        raises: with ``restart`` it is logged, counted in
+        ``electric_background_restarts_total{task}`` and started again after a backoff
+        (0.5 s doubling to 30 s; e.g. Kafka briefly away); without, the host shuts down with
+        exit code 1 (a dead task must not go unnoticed).
         """
-        self._background.append((name, fn))
+        self._background.append((name, fn, restart))
 
     @property
     def stopping(self) -> asyncio.Event:
@@ -231,9 +234,13 @@ class ServiceHost:
 
     async def start(self) -> None:
         """Run setup and start hooks, bind the gRPC and metrics servers, start tasks."""
+        # Bound for the start-up lines and inherited by the background tasks created here.
+        with structlog.contextvars.bound_contextvars(service=self.name):
+            await self._start()
+
+    async def _start(self) -> None:
         cfg = self.config
         _ensure_sqlite_dir(cfg.database_url)
-        structlog.contextvars.bind_contextvars(service=self.name)
         if cfg.auth_secret_is_default:
             self.log.warning(
                 "auth.dev_secret",
@@ -269,8 +276,8 @@ class ServiceHost:
         for name in [*self.service_names, ""]:
             await self._health.set(name, health_pb2.HealthCheckResponse.SERVING)
         self.metrics.up.set(1)
-        for name, fn in self._background:
-            self._tasks.append(asyncio.create_task(self._guard(name, fn), name=name))
+        for name, fn, restart in self._background:
+            self._tasks.append(asyncio.create_task(self._guard(name, fn, restart), name=name))
         self.log.info(
             "service.started",
             grpc=f"{cfg.grpc_host}:{self.grpc_port}",
@@ -283,14 +290,26 @@ class ServiceHost:
             config=cfg.describe(),
         )
 
-    async def _guard(self, name: str, fn: BackgroundFn) -> None:
-        try:
-            await fn()
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            self.log.exception("background.crashed", task=name)
-            self.stopping.set()
+    async def _guard(self, name: str, fn: BackgroundFn, restart: bool) -> None:
+        delay = 0.5
+        while True:
+            try:
+                await fn()
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                if not restart or self.stopping.is_set():
+                    self.log.exception("background.crashed", task=name)
+                    self.stopping.set()
+                    return
+                self.log.exception("background.restarting", task=name, delay_seconds=delay)
+                self.metrics.background_restarts.labels(task=name).inc()
+            try:
+                await asyncio.wait_for(self.stopping.wait(), timeout=delay)
+                return
+            except TimeoutError:
+                delay = min(delay * 2, 30.0)
 
     async def stop(self, grace: float | None = None) -> None:
         """Drain and stop (idempotent). ``grace`` defaults to the configured grace period."""
@@ -357,8 +376,8 @@ async def run_hosts(
     code = 0
     try:
         for host in hosts:
+            started.append(host)  # stopped (hooks run) even if its start fails midway
             await host.start()
-            started.append(host)
         if ready is not None:
             ready(hosts)
         waiters = [asyncio.create_task(requested.wait())] + [
@@ -394,6 +413,10 @@ def serve(*hosts: ServiceHost) -> None:
 
 def main(service: str, setup: SetupFn, **host_options: Any) -> None:
     """Entry point of ``python -m electric_<service>``: load config, serve, exit."""
-    config = load_config(service)
+    try:
+        config = load_config(service)
+    except ConfigError as exc:
+        print(f"electric_{service}: configuration error: {exc}", file=sys.stderr)
+        sys.exit(2)
     configure_logging(config.log_level, config.log_format)
     serve(ServiceHost(config, setup, **host_options))

@@ -70,16 +70,6 @@ def timeout_command(state: HandState) -> Command | None:
     return Check(la.player) if la.can_check else Fold(la.player)
 
 
-def _hole_positions(config: HandConfig) -> tuple[tuple[int, int], ...]:
-    n = config.players
-    hole, _ = deal_positions(n)
-    first = (config.button + 1) % n
-    by_player = [(0, 0)] * n
-    for k in range(n):
-        by_player[(first + k) % n] = hole[k]
-    return tuple(by_player)
-
-
 def advance(
     state: HandState, deck: Sequence[int], *, auto_showdown: bool = True
 ) -> tuple[HandState, list[Event]]:
@@ -88,23 +78,26 @@ def advance(
     ``auto_showdown``, show/muck by the house rule. Returns the new state and the events;
     stops at the next player decision or when the hand is complete."""
     events: list[Event] = []
-    n = state.n
-    hole_pos = _hole_positions(state.config)
-    _, board_pos = deal_positions(n)
-    first = (state.config.button + 1) % n
     while True:
         s = state
         phase = s.phase
         cmd: Command
+        if phase is Phase.BETTING or phase is Phase.COMPLETE:
+            return state, events
         if phase is Phase.FORCED_BETS:
             cmd = PostForcedBets()
         elif phase is Phase.DEAL_HOLE:
+            n = s.n
+            first = (s.config.button + 1) % n
             p = next(i for i in ((first + k) % n for k in range(n)) if not s.hole[i])
-            a, b = hole_pos[p]
-            cmd = DealHole(p, (deck[a], deck[b]))
+            k = (p - first) % n
+            cmd = DealHole(p, (deck[k], deck[n + k]))
         elif phase is Phase.DEAL_BOARD:
-            street = 0 if not s.board else (1 if len(s.board) == 3 else 2)
-            cmd = DealBoard(tuple(deck[i] for i in board_pos[street]))
+            b = 2 * s.n
+            if not s.board:
+                cmd = DealBoard((deck[b + 1], deck[b + 2], deck[b + 3]))
+            else:
+                cmd = DealBoard((deck[b + 5] if len(s.board) == 3 else deck[b + 7],))
         elif phase is Phase.SHOWDOWN and s.showdown_queue and auto_showdown:
             p = s.showdown_queue[0]
             cmd = Muck(p) if _can_muck(s, p) else Show(p)

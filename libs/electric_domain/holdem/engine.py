@@ -135,6 +135,7 @@ def _apply_started(_: HandState | None, e: HandStarted) -> HandState:
     falses = (False,) * n
     s.config = cfg
     s.n = n
+    s.min_bet = cfg.effective_min_bet
     s.phase = Phase.FORCED_BETS
     s.street = -1
     s.stacks = tuple(cfg.stacks)
@@ -264,8 +265,8 @@ def _apply_round_closed(state: HandState, e: RoundClosed) -> HandState:
         s.showdown_queue = ()
         return s
     with_chips = sum(1 for i in live if stacks[i] > 0)
-    if with_chips <= 1:
-        s.runout = True
+    if with_chips <= 1 and e.street < 3:
+        s.runout = True  # no more betting before the river: expose all, run the board
     if s.runout:
         s.showdown_queue = ()
         s.phase = Phase.SHOWDOWN if e.street == 3 else Phase.DEAL_BOARD
@@ -363,13 +364,16 @@ def _can_raise(s: HandState, p: int, top: int) -> bool:
     if stacks[p] <= top - bets[p]:
         return False  # covered: calling takes the whole stack
     level = s.acted_level[p]
-    full = s.cbr if s.cbr > s.config.effective_min_bet else s.config.effective_min_bet
-    if level >= 0 and top - level < full:
-        return False  # only a short all-in since this player acted: not reopened
+    if level >= 0:
+        full = s.cbr if s.cbr > s.min_bet else s.min_bet
+        if top - level < full:
+            return False  # only a short all-in since this player acted: not reopened
     folded = s.folded
-    return any(
-        j != p and not folded[j] and stacks[j] + bets[j] > top for j in range(s.n)
-    )  # nobody left who could call more
+    # someone else must be able to put in more than the current bet
+    for j in range(s.n):  # noqa: SIM110 - a plain loop is faster than any() on the hot path
+        if j != p and not folded[j] and stacks[j] + bets[j] > top:
+            return True
+    return False
 
 
 def legal_actions(state: HandState) -> LegalActions | None:
@@ -386,7 +390,7 @@ def legal_actions(state: HandState) -> LegalActions | None:
     all_in_to = stack + bet
     if _can_raise(state, p, top):
         cbr = state.cbr
-        mb = state.config.effective_min_bet
+        mb = state.min_bet
         min_to = top + (cbr if cbr > mb else mb)
         if min_to > all_in_to:
             min_to = all_in_to
@@ -595,6 +599,38 @@ def _decide_primary(s: HandState, cmd: Command) -> list[Event]:
     raise _reject(f"unknown command {cmd!r}", cmd)
 
 
+def _layers(committed: tuple[int, ...], contenders: list[int]) -> list[tuple[int, tuple[int, ...]]]:
+    """Pots by contribution level; consecutive levels with the same contenders merged."""
+    pots: list[tuple[int, tuple[int, ...]]] = []
+    prev = 0
+    for level in sorted(set(committed)):
+        if level <= 0:
+            continue
+        amount = 0
+        for c in committed:
+            if c > prev:
+                amount += (c if c < level else level) - prev
+        eligible = tuple(i for i in contenders if committed[i] >= level)
+        if pots and (pots[-1][1] == eligible or not eligible):
+            pots[-1] = (pots[-1][0] + amount, pots[-1][1])
+        else:
+            pots.append((amount, eligible))
+        prev = level
+    return pots
+
+
+def _pot_winners(
+    eligible: tuple[int, ...], ranks: tuple[int, ...], order: list[int]
+) -> tuple[int, ...]:
+    if len(eligible) == 1:
+        return eligible
+    missing = [i for i in eligible if ranks[i] < 0]
+    if missing:
+        raise CommandRejected(f"the outcome depends on unknown hole cards of player(s) {missing}")
+    best = max(ranks[i] for i in eligible)
+    return tuple(i for i in order if i in eligible and ranks[i] == best)
+
+
 def _award_events(s: HandState) -> list[Event]:
     n = s.n
     committed = s.committed
@@ -607,33 +643,15 @@ def _award_events(s: HandState) -> list[Event]:
         if total:
             out.append(PotAwarded(0, total, (live[0],), (live[0],), (total,)))
         return out
-    pots: list[tuple[int, tuple[int, ...]]] = []
-    prev = 0
-    for level in sorted(set(committed)):
-        if level <= 0:
-            continue
-        amount = 0
-        for c in committed:
-            if c > prev:
-                amount += (c if c < level else level) - prev
-        eligible = tuple(i for i in live if committed[i] >= level)
-        if pots and (pots[-1][1] == eligible or not eligible):
-            pots[-1] = (pots[-1][0] + amount, pots[-1][1])
-        else:
-            pots.append((amount, eligible))
-        prev = level
     ranks = s.shown_rank
-    for index, (amount, eligible) in enumerate(pots):
-        if len(eligible) == 1:
-            winners: tuple[int, ...] = eligible
-        else:
-            if any(ranks[i] < 0 for i in eligible):
-                missing = [i for i in eligible if ranks[i] < 0]
-                raise CommandRejected(
-                    f"the outcome depends on unknown hole cards of player(s) {missing}"
-                )
-            best = max(ranks[i] for i in eligible)
-            winners = tuple(i for i in order if i in eligible and ranks[i] == best)
+    # A hand that wins no pot is out of contention (like a muck); the pots are then formed
+    # among the contenders, so pots with the same contenders are split once.
+    winning: set[int] = set()
+    for _, eligible in _layers(committed, live):
+        winning.update(_pot_winners(eligible, ranks, order))
+    contenders = [i for i in live if i in winning]
+    for index, (amount, eligible) in enumerate(_layers(committed, contenders)):
+        winners = _pot_winners(eligible, ranks, order)
         q, r = divmod(amount, len(winners))
         shares = tuple(q + r if k == 0 else q for k in range(len(winners)))
         out.append(PotAwarded(index, amount, eligible, winners, shares))

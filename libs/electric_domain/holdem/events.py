@@ -126,8 +126,9 @@ class HandMucked:
 
 @dataclass(frozen=True, slots=True)
 class PotAwarded:
-    """Pot ``index`` (0 = main) of ``amount`` chips, contested by ``eligible``, went to
-    ``winners`` (clockwise from the button) in ``shares``."""
+    """Pot ``index`` (0 = main) of ``amount`` chips went to ``winners`` (clockwise from the
+    button; the first gets the odd chips) in ``shares``. ``eligible`` are the contenders:
+    live hands eligible for this pot, not counting hands that win no pot at all."""
 
     index: int
     amount: int

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import NamedTuple
 
 MAX_PLAYERS = 10
 STREET_NAMES = ("preflop", "flop", "turn", "river")
@@ -102,6 +103,7 @@ class HandState:
         "config",
         "folded",
         "hole",
+        "min_bet",
         "mucked",
         "n",
         "phase",
@@ -117,6 +119,7 @@ class HandState:
 
     config: HandConfig
     n: int
+    min_bet: int
     phase: Phase
     street: int
     stacks: tuple[int, ...]
@@ -148,6 +151,7 @@ class HandState:
         new.config = self.config
         new.folded = self.folded
         new.hole = self.hole
+        new.min_bet = self.min_bet
         new.mucked = self.mucked
         new.n = self.n
         new.phase = self.phase
@@ -199,8 +203,7 @@ class HandState:
         return tuple(i for i in range(self.n) if not self.folded[i] and not self.mucked[i])
 
 
-@dataclass(frozen=True, slots=True)
-class LegalActions:
+class LegalActions(NamedTuple):
     """Exactly what ``player`` may do at a betting decision.
 
     ``call_amount`` is the chips a call adds (``0``: check instead; capped by the stack).
@@ -208,6 +211,7 @@ class LegalActions:
     (``max_raise_to`` is all-in; ``min_raise_to == max_raise_to`` when the stack is short of
     a full raise); ``is_bet`` says whether it is an opening bet rather than a raise.
     ``all_in_to`` is the player's total bet if they go all-in (``bet + stack``).
+    (An immutable named tuple: cheap to build at every decision point.)
     """
 
     player: int

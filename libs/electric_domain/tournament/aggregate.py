@@ -127,6 +127,7 @@ class TournamentState:
     electric_mode: bool = False
     electric_since_hand: int = 0
     turn: tm.TurnClock | None = None
+    turn_serial: int = 0  # number of turns started so far (identifies the current turn)
     now: int = 0
     finished: bool = False
     winner: int = -1
@@ -429,8 +430,12 @@ class Tournament:
             self._emit(PreActionUnselected(cmd.seat, "sitting_out", cmd.at))
         self._emit(SatOut(cmd.seat, "player", cmd.at))
         if self._hand_live() and st.turn is not None and st.turn.seat == cmd.seat:
-            self._auto(cmd.seat, pa.check_or_fold(self.port.to_call(st.hand, cmd.seat)),
-                       cmd.at, Cause.SITTING_OUT)
+            self._auto(
+                cmd.seat,
+                pa.check_or_fold(self.port.to_call(st.hand, cmd.seat)),
+                cmd.at,
+                Cause.SITTING_OUT,
+            )
             self._progress(cmd.at)
 
     # ------------------------------------------------------------------------ time catch-up
@@ -448,7 +453,9 @@ class Tournament:
             turn_at = st.turn.deadline if st.turn is not None else None
             if clock_at is not None and clock_at <= at and (turn_at is None or clock_at <= turn_at):
                 if st.level < st.levels:
-                    self._emit(LevelAdvanced(st.level + 1, *_blinds(self.config, st.level), at=clock_at))
+                    self._emit(
+                        LevelAdvanced(st.level + 1, *_blinds(self.config, st.level), at=clock_at)
+                    )
                 else:
                     self._emit(ClockExpired(clock_at))
             elif turn_at is not None and turn_at <= at:
@@ -465,8 +472,9 @@ class Tournament:
             self._emit(TimeBankStarted(turn.seat, t, t + seat.bank_ms))
             return
         self._emit(TimedOut(turn.seat, t))
-        self._auto(turn.seat, pa.check_or_fold(self.port.to_call(st.hand, turn.seat)), t,
-                   Cause.TIMEOUT)
+        self._auto(
+            turn.seat, pa.check_or_fold(self.port.to_call(st.hand, turn.seat)), t, Cause.TIMEOUT
+        )
         if (
             not seat.sitting_out
             and seat.consecutive_timeouts >= self.config.sit_out_after_consecutive_timeouts
@@ -481,9 +489,14 @@ class Tournament:
 
     def _auto(self, seat: int, auto: pa.Auto, at: int, cause: Cause) -> None:
         move = {pa.Auto.FOLD: Move.FOLD, pa.Auto.CHECK: Move.CHECK, pa.Auto.CALL: Move.CALL}[auto]
-        if move is Move.FOLD and self.port.legal(self.state.hand).can_check and cause in (
-            Cause.TIMEOUT,
-            Cause.SITTING_OUT,
+        if (
+            move is Move.FOLD
+            and self.port.legal(self.state.hand).can_check
+            and cause
+            in (
+                Cause.TIMEOUT,
+                Cause.SITTING_OUT,
+            )
         ):
             move = Move.CHECK
         self._do_act(seat, move, 0, at, cause)
@@ -503,8 +516,10 @@ class Tournament:
         s = st.seats[seat]
         bank = s.bank_ms
         if st.turn is not None and st.turn.seat == seat:
-            bank = 0 if cause is Cause.TIMEOUT and st.turn.phase is tm.Phase.BANK else (
-                tm.bank_after_action(st.turn, at, bank)
+            bank = (
+                0
+                if cause is Cause.TIMEOUT and st.turn.phase is tm.Phase.BANK
+                else (tm.bank_after_action(st.turn, at, bank))
             )
         street = self.port.street(hand)
         self._emit(ActionTaken(seat, move.value, amount, cause, voluntary, bank, at))
@@ -556,8 +571,9 @@ class Tournament:
                     self._do_act(seat, Move.CHECK, 0, at, Cause.ELECTRIC)
                 continue
             if s.sitting_out:
-                self._auto(seat, pa.check_or_fold(port.to_call(st.hand, seat)), at,
-                           Cause.SITTING_OUT)
+                self._auto(
+                    seat, pa.check_or_fold(port.to_call(st.hand, seat)), at, Cause.SITTING_OUT
+                )
                 continue
             if s.preaction is not None:
                 auto = pa.resolve(s.preaction, port.to_call(st.hand, seat))
@@ -574,9 +590,7 @@ class Tournament:
         stacks = tuple(0 if s.eliminated else after.get(i, 0) for i, s in enumerate(st.seats))
         self._emit(HandEnded(st.hand_no, stacks, self.port.deck_seed_hex(st.hand), at))
         busted = {
-            i: s.start_stack
-            for i, s in enumerate(st.seats)
-            if not s.eliminated and stacks[i] == 0
+            i: s.start_stack for i, s in enumerate(st.seats) if not s.eliminated and stacks[i] == 0
         }
         left = sum(1 for x in stacks if x > 0)
         assert st.positions is not None
@@ -650,6 +664,7 @@ class Tournament:
             st.turn = None
         elif isinstance(e, TurnStarted):
             st.turn = tm.start_turn(e.seat, e.at, e.deadline - e.at)
+            st.turn_serial += 1
         elif isinstance(e, TimeBankStarted):
             assert st.turn is not None
             st.turn = tm.start_bank(st.turn, e.at, e.deadline - e.at)
@@ -788,9 +803,7 @@ class Tournament:
         lvl = max(st.level, 1)
         sb, bb, ante = _blinds(self.config, lvl - 1)
         behind = port.stacks(hand) if live else {}
-        stacks = tuple(
-            behind.get(i, 0) if live else s.stack for i, s in enumerate(st.seats)
-        )
+        stacks = tuple(behind.get(i, 0) if live else s.stack for i, s in enumerate(st.seats))
         pos = st.positions
         has_hand = hand is not None and st.hand_no > 0
         return PlayerView(

@@ -5,7 +5,8 @@
 * `TightAggressiveBot` — plays strong starting hands, raises them, bets made hands post-flop,
   check/folds the rest.
 * `TimeoutBot` — never acts: every turn ends by the timer (check if possible, else fold).
-* `SitOutBot` — sits out at its first turn (optionally sits back in after some hands).
+* `SitOutBot` — sits out at its turn; sits back in after `back_after_hands` hands (default
+  5; None = never) and sits out again at its next turn.
 
 A decision is `Decide(move, amount, think_ms)`, `TimeOut()` (let the timer run) or
 `GoSitOut()`. The simulator turns them into tournament commands in virtual time.
@@ -61,9 +62,7 @@ class Bot(Protocol):
 
     def decide(self, ctx: BotContext, rng: random.Random) -> Decision: ...
 
-    def pre_action(
-        self, offered: frozenset[PreAction], rng: random.Random
-    ) -> PreAction | None: ...
+    def pre_action(self, offered: frozenset[PreAction], rng: random.Random) -> PreAction | None: ...
 
     def wants_sit_in(self, hand_no: int) -> bool: ...
 
@@ -181,7 +180,7 @@ class TimeoutBot:
 class SitOutBot:
     name = "sitout"
 
-    def __init__(self, back_after_hands: int | None = None) -> None:
+    def __init__(self, back_after_hands: int | None = 5) -> None:
         self.back_after_hands = back_after_hands
         self._sat_out_at: int | None = None
 

@@ -53,7 +53,9 @@ _BETTING = h.Phase.BETTING
 _COMPLETE = h.Phase.COMPLETE
 
 
-def _deal_maps(n: int, button: int) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, ...], ...]]:
+def _deal_maps(
+    n: int, button: int
+) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, ...], ...]]:
     hole, board = h.deal_positions(n)
     first = (button + 1) % n
     by_player: list[tuple[int, int]] = [(0, 0)] * n
@@ -112,7 +114,11 @@ class HoldemPort:
         seats = tuple(sorted(s for s, x in stacks.items() if x > 0))
         idx = {s: i for i, s in enumerate(seats)}
         config = h.HandConfig(
-            tuple(stacks[s] for s in seats), idx[button], small_blind, big_blind, ante
+            stacks=tuple(stacks[s] for s in seats),
+            button=idx[button],
+            small_blind=small_blind,
+            big_blind=big_blind,
+            ante=ante,
         )
         if (config.small_blind_player, config.big_blind_player) != (
             idx[small_blind_seat],
@@ -260,9 +266,7 @@ class HoldemPort:
         s = a.state
         if s is None:
             return {}
-        return {
-            a.seats[i]: tuple(card_str(c) for c in s.hole[i]) for i in range(s.n) if s.shown[i]
-        }
+        return {a.seats[i]: tuple(card_str(c) for c in s.hole[i]) for i in range(s.n) if s.shown[i]}
 
     def deck_commitment(self, hand: Any) -> str:
         a: AdaptedHand = hand

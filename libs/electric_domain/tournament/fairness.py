@@ -93,9 +93,7 @@ def draw_multiplier(seed: bytes, table: PayTable) -> MultiplierDraw:
     return MultiplierDraw(commitment(seed), seed.hex(), u, table.entries[idx].multiplier)
 
 
-def verify_multiplier(
-    commitment_hex: str, seed_hex: str, multiplier: int, table: PayTable
-) -> bool:
+def verify_multiplier(commitment_hex: str, seed_hex: str, multiplier: int, table: PayTable) -> bool:
     """Auditor check: the revealed seed matches the commitment and yields the multiplier."""
     try:
         seed = bytes.fromhex(seed_hex)

@@ -65,9 +65,7 @@ def simulate_reserve(
     # reserve change per tournament, in units of buy-in / denominator, kept integer:
     _, _, target = moments(cfg)
     den = target.denominator
-    delta = np.array(
-        [target.numerator - e.multiplier * den for e in pt.entries], dtype=np.int64
-    )
+    delta = np.array([target.numerator - e.multiplier * den for e in pt.entries], dtype=np.int64)
     rng = np.random.default_rng(seed)
     blocks = tournaments // block
     drawdowns = np.empty(runs, dtype=np.float64)
@@ -133,7 +131,10 @@ def render(cfg: TournamentConfig, swing: ReserveSwing | None) -> str:
     w(f"SD over 1,000,000 tourn. = {sd * 1000:,.0f} buy-ins (zero expected drift)")
     w("")
     w("per buy-in tier (cents):")
-    w(f"{'buy-in':>8} {'rake':>6} {'net×seats':>10} {'E[pool]':>10} {'min pool':>9} {'max pool':>11}")
+    w(
+        f"{'buy-in':>8} {'rake':>6} {'net×seats':>10} {'E[pool]':>10} "
+        f"{'min pool':>9} {'max pool':>11}"
+    )
     for t in cfg.buy_ins:
         w(
             f"{t.buy_in_cents:>8} {t.rake_cents:>6} {t.net_cents * cfg.seats:>10} "

@@ -38,9 +38,7 @@ class Finish:
     seats: tuple[int, ...]
 
 
-def rank_busts(
-    busted_start_stacks: Mapping[int, int], players_left: int
-) -> tuple[Finish, ...]:
+def rank_busts(busted_start_stacks: Mapping[int, int], players_left: int) -> tuple[Finish, ...]:
     """Order the players busted in one hand into places below the ``players_left`` survivors.
 
     ``busted_start_stacks`` maps seat → chips at the start of the hand. Returns groups from

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import hmac
+import importlib
 import math
 import random
 import sys
@@ -41,15 +42,14 @@ from electric_domain.tournament.engine_adapter import AdaptedHand
 from electric_domain.tournament.events import (
     Act,
     Command,
-    Event,
     DealHand,
+    Event,
     SatOut,
     SelectPreAction,
     SitIn,
     SitOut,
     Tick,
 )
-from electric_domain.tournament.timers import Phase
 
 
 def _sub(seed: bytes, label: bytes) -> bytes:
@@ -115,7 +115,7 @@ def play(
             return out
 
         t.handle = observed  # type: ignore[method-assign]
-    plan: tuple[tuple[int, int, int], int, Decide] | None = None
+    plan: tuple[int, int, Decide] | None = None
     while not st.finished:
         if t.awaiting_deal():
             if st.hand_no >= max_hands:
@@ -140,8 +140,8 @@ def play(
                 choice = b.pre_action(offered, rng) if offered else None
                 if choice is not None:
                     t.handle(SelectPreAction(i, choice, now))
-        key = (st.hand_no, seat, turn.started_at if turn.phase is Phase.ACTION else -1)
-        if plan is None or (plan[0] != key and turn.phase is Phase.ACTION):
+        key = st.turn_serial
+        if plan is None or plan[0] != key:
             p = hand.index[seat]
             ctx = BotContext(
                 seat=seat,
@@ -165,7 +165,7 @@ def play(
                 d = Decide(d.move, d.amount, rng.randint(8000, 20000))
             plan = (key, now + d.think_ms, d)
         _, act_at, d = plan
-        if act_at > turn.deadline:
+        if act_at >= turn.deadline:  # the deadline itself is too late
             now = max(now, turn.deadline)
             t.handle(Tick(now))
             continue
@@ -232,14 +232,15 @@ def chi_square(observed: Sequence[int], expected: Sequence[float]) -> tuple[floa
     into their neighbour (from the rare end)."""
     obs, exp = list(observed), list(expected)
     while len(exp) > 2 and exp[-1] < 5:
-        exp[-2] += exp.pop()
-        obs[-2] += obs.pop()
+        e_last, o_last = exp.pop(), obs.pop()
+        exp[-1] += e_last
+        obs[-1] += o_last
     stat = sum((o - e) ** 2 / e for o, e in zip(obs, exp, strict=True))
     df = len(exp) - 1
     try:
-        from scipy.stats import chi2  # dev dependency, imported lazily
+        stats = importlib.import_module("scipy.stats")  # dev dependency, imported lazily
 
-        return stat, df, float(chi2.sf(stat, df)), "scipy"
+        return stat, df, float(stats.chi2.sf(stat, df)), "scipy"
     except ImportError:  # Wilson–Hilferty normal approximation
         z = ((stat / df) ** (1 / 3) - (1 - 2 / (9 * df))) / math.sqrt(2 / (9 * df))
         return stat, df, 0.5 * math.erfc(z / math.sqrt(2)), "wilson-hilferty"
@@ -311,6 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--buy-in", type=int, default=100, help="buy-in tier in cents")
     ap.add_argument("--between-hands-ms", type=int, default=3000)
     ap.add_argument("--jobs", type=int, default=1, help="worker processes")
+    ap.add_argument("--progress", action="store_true", help="partial reports on stderr")
     args = ap.parse_args(argv)
     cfg = load_config(args.config) if args.config else default_config()
     names = tuple(args.bots.split(","))
@@ -320,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg.tier(args.buy_in)
     t0 = time.perf_counter()
     jobs = max(1, args.jobs)
-    chunks = max(jobs * 4, 1)
+    chunks = max(jobs * 4, -(-args.n // 1000))
     bounds = [args.n * k // chunks for k in range(chunks + 1)]
     work = [
         (args.config, args.seed, bounds[k], bounds[k + 1], names, args.buy_in,
@@ -338,6 +340,10 @@ def main(argv: list[str] | None = None) -> int:
         with mp.get_context("fork").Pool(jobs) as pool:
             for part in pool.imap_unordered(run_range, work):
                 total.merge(part)
+                if args.progress:
+                    el = time.perf_counter() - t0
+                    print(f"... {total.n:,} done in {el:.0f} s", file=sys.stderr, flush=True)
+                    print(report(cfg, total, args.buy_in, el, jobs), file=sys.stderr, flush=True)
     seconds = time.perf_counter() - t0
     print(report(cfg, total, args.buy_in, seconds, jobs))
     return 0

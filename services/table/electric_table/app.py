@@ -20,7 +20,9 @@ async def setup(host: ServiceHost) -> None:
     )
     worker = tournament_worker(path.engine, path.bus, path.store)
     host.add_background(
-        "tournament-consumer", lambda: run_tournament_consumer(worker, host.stopping)
+        "tournament-consumer",
+        lambda: run_tournament_consumer(worker, host.stopping),
+        restart=True,
     )
     host.add_service(
         table_pb2.DESCRIPTOR.services_by_name["TableService"],

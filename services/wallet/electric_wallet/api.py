@@ -26,11 +26,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar
 
 import grpc
-
 from electric.common.v1 import errors_pb2, money_pb2
 from electric.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from electric_platform import errors as perr
-from electric_platform.auth import Role, require_player, require_role
+from electric_platform.auth import Role, current_principal, require_player, require_role
 
 from . import codec
 from . import domain as d
@@ -99,6 +98,14 @@ def _rpc(
     return wrapper
 
 
+def _player_id(requested: str) -> str:
+    """The player a request is about: as given, or the calling player when empty."""
+    if requested:
+        return requested
+    principal = current_principal()
+    return principal.subject if principal.role is Role.PLAYER else ""
+
+
 class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
     """The servicer. Roles per RPC are listed in wallet.proto."""
 
@@ -112,8 +119,9 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
     async def GetBalance(
         self, request: wallet_pb2.GetBalanceRequest, context: Ctx
     ) -> wallet_pb2.GetBalanceResponse:
-        require_player(request.player_id, also=READERS)
-        return wallet_pb2.GetBalanceResponse(balance=await self._balance(request.player_id))
+        player_id = _player_id(request.player_id)
+        require_player(player_id, also=READERS)
+        return wallet_pb2.GetBalanceResponse(balance=await self._balance(player_id))
 
     @_rpc
     async def GetAccount(
@@ -127,13 +135,15 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
     async def ListTransactions(
         self, request: wallet_pb2.ListTransactionsRequest, context: Ctx
     ) -> wallet_pb2.ListTransactionsResponse:
+        player_id = request.player_id
         if request.account_id:
             require_role(*READERS)
         else:
-            require_player(request.player_id, also=READERS)
+            player_id = _player_id(player_id)
+            require_player(player_id, also=READERS)
         entries, token = await _call(
             self.wallet.statement,
-            player_id=request.player_id,
+            player_id=player_id,
             account_id=request.account_id,
             page_size=request.page.page_size,
             page_token=request.page.page_token,
@@ -160,10 +170,11 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
     async def OpenPlayerAccounts(
         self, request: wallet_pb2.OpenPlayerAccountsRequest, context: Ctx
     ) -> wallet_pb2.OpenPlayerAccountsResponse:
-        require_player(request.player_id, also=MOVERS)
-        balance, opened = await _call(self.wallet.open_player, request.player_id)
+        player_id = _player_id(request.player_id)
+        require_player(player_id, also=MOVERS)
+        balance, opened = await _call(self.wallet.open_player, player_id)
         return wallet_pb2.OpenPlayerAccountsResponse(
-            balance=codec.balance_to_pb(request.player_id, balance), opened=opened
+            balance=codec.balance_to_pb(player_id, balance), opened=opened
         )
 
     @_rpc
@@ -185,9 +196,7 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
         require_role(*MOVERS)
         if request.amount < 0:
             raise d.InvalidArgument("amount must not be negative (0 posts the whole amount)")
-        result = await _call(
-            self.wallet.post_transfer, request.transfer_id, request.amount or None
-        )
+        result = await _call(self.wallet.post_transfer, request.transfer_id, request.amount or None)
         return wallet_pb2.PostTransferResponse(
             transfer=codec.transfer_to_pb(result.transfer), replayed=result.replayed
         )
@@ -268,4 +277,3 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
             balance=await self._balance(request.player_id),
             replayed=result.replayed,
         )
-

@@ -26,7 +26,6 @@ from types import TracebackType
 from typing import TypeVar
 
 import grpc
-
 from electric.common.v1 import errors_pb2
 from electric.wallet.v1 import ledger_pb2, wallet_pb2, wallet_pb2_grpc
 from electric_platform.auth import TokenSource
@@ -89,9 +88,7 @@ class WalletClient:
     ) -> None:
         await self.close()
 
-    async def _call(
-        self, fn: Callable[..., Awaitable[T]], request: object
-    ) -> T:
+    async def _call(self, fn: Callable[..., Awaitable[T]], request: object) -> T:
         delay = 0.05
         for attempt in range(1, self.attempts + 1):
             try:

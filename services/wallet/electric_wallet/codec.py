@@ -6,9 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
-from google.protobuf.message import Message
-
 from electric.wallet.v1 import events_pb2, ledger_pb2, wallet_pb2
+from google.protobuf.message import Message
 
 from . import domain as d
 

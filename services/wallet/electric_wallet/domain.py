@@ -123,9 +123,9 @@ def parse_account_id(account_id: str) -> tuple[AccountKind, str] | None:
     if account_id in SYSTEM_ACCOUNTS:
         return SYSTEM_ACCOUNTS[account_id], ""
     parts = account_id.split(":")
-    if len(parts) == 3 and parts[0] == "player" and parts[2] in _SUFFIX_KIND:
-        if valid_player_id(parts[1]):
-            return _SUFFIX_KIND[parts[2]], parts[1]
+    ok = len(parts) == 3 and parts[0] == "player" and parts[2] in _SUFFIX_KIND
+    if ok and valid_player_id(parts[1]):
+        return _SUFFIX_KIND[parts[2]], parts[1]
     return None
 
 
@@ -453,9 +453,7 @@ class Ledger:
     def apply(self, event: Event) -> None:
         """Fold one fact into the state (no checks: facts are already decided)."""
         if isinstance(event, AccountOpened):
-            self.accounts[event.account_id] = Account(
-                event.account_id, event.kind, event.player_id
-            )
+            self.accounts[event.account_id] = Account(event.account_id, event.kind, event.player_id)
         elif isinstance(event, TransferPending):
             for leg in event.legs:
                 self.accounts[leg.debit].reserved += leg.amount
@@ -534,9 +532,7 @@ class Ledger:
             events += self.open_account(aid, now)
         return events
 
-    def create_transfer(
-        self, req: TransferRequest, now: datetime
-    ) -> tuple[Transfer, list[Event]]:
+    def create_transfer(self, req: TransferRequest, now: datetime) -> tuple[Transfer, list[Event]]:
         """Create a pending or posted transfer. Returns the transfer and the new facts
         (none when this is a retry of an identical request)."""
         validate_request(req)
@@ -635,8 +631,7 @@ class Ledger:
             raise TransferStateError(f"transfer {transfer_id} was voided; cannot post it")
         if want > t.amount:
             raise TransferStateError(
-                f"cannot post {want} cents: pending transfer {transfer_id} reserved "
-                f"only {t.amount}"
+                f"cannot post {want} cents: pending transfer {transfer_id} reserved only {t.amount}"
             )
         posted, released = split_legs(t.legs, want)
         event = TransferPosted(t.request, posted, True, released, now)

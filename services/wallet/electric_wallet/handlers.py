@@ -20,13 +20,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, select
-from sqlalchemy.exc import IntegrityError, OperationalError
-
 from electric_eventlog.engine import read_only
 from electric_eventlog.errors import ConcurrencyError
 from electric_eventlog.store import EventStore
 from electric_platform.context import correlation_id, request_id
+from sqlalchemy import Connection, Engine, select
+from sqlalchemy.exc import IntegrityError, OperationalError
 
 from . import codec, store
 from . import domain as d
@@ -325,7 +324,9 @@ class Wallet:
         before = _decode_token(page_token, scope) if page_token else None
         e = store.entries
         query = select(e).order_by(e.c.entry_id.desc()).limit(size + 1)
-        query = query.where(e.c.player_id == player_id if player_id else e.c.account_id == account_id)
+        query = query.where(
+            e.c.player_id == player_id if player_id else e.c.account_id == account_id
+        )
         if before is not None:
             query = query.where(e.c.entry_id < before)
         with self._read() as conn:

@@ -13,9 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from sqlalchemy import Connection, Engine, insert, select
-
 from electric_eventlog.store import EventStore
+from sqlalchemy import Connection, Engine, insert, select
 
 from . import codec, store
 from . import domain as d
@@ -62,8 +61,7 @@ def rebuild_and_compare(engine: Engine, events: EventStore) -> list[str]:
             r.account_id: store.account_from_row(r) for r in conn.execute(select(store.accounts))
         }
         transfers = {
-            r.transfer_id: store.transfer_from_row(r)
-            for r in conn.execute(select(store.transfers))
+            r.transfer_id: store.transfer_from_row(r) for r in conn.execute(select(store.transfers))
         }
         entries = [
             store.entry_from_row(r)
@@ -79,7 +77,9 @@ def rebuild_and_compare(engine: Engine, events: EventStore) -> list[str]:
         if want_t != got_t:
             diffs.append(f"transfer {tid}: events say {want_t}, projection has {got_t}")
     if len(entries) != len(fold.entries):
-        diffs.append(f"statement: events give {len(fold.entries)} entries, table has {len(entries)}")
+        diffs.append(
+            f"statement: events give {len(fold.entries)} entries, table has {len(entries)}"
+        )
     for i, (want_e, got_e) in enumerate(zip(fold.entries, entries, strict=False)):
         got_cmp = store.Entry(**{**vars(got_e), "entry_id": 0})
         if want_e != got_cmp:

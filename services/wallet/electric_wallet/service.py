@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import asyncio
 
-from sqlalchemy import Engine
-
 from electric.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from electric_eventlog import EventBus, EventStore, OutboxRelay, create_engine
 from electric_platform.server import ServiceHost
+from sqlalchemy import Engine
 
 from . import store
 from .api import WalletApi
 from .handlers import Wallet
+from .metrics import WalletCollector
 
 PRODUCER = "wallet"
 
@@ -36,6 +36,7 @@ async def setup(host: ServiceHost, *, bus: EventBus | None = None) -> None:
         wallet_pb2_grpc.add_WalletServiceServicer_to_server,
         WalletApi(wallet),
     )
+    host.metrics.registry.register(WalletCollector(wallet))
     if bus is None and host.config.uses_kafka:
         from electric_eventlog.kafka import KafkaBus, ensure_topics
 

@@ -24,6 +24,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from electric.wallet.v1 import ledger_pb2
+from electric_eventlog.migrate import migrate as migrate_eventlog
+from electric_eventlog.migrate import upgrade
 from sqlalchemy import (
     BigInteger,
     Column,
@@ -36,15 +39,12 @@ from sqlalchemy import (
     MetaData,
     String,
     Table,
+    bindparam,
     delete,
     insert,
     select,
     update,
 )
-
-from electric.wallet.v1 import ledger_pb2
-from electric_eventlog.migrate import migrate as migrate_eventlog
-from electric_eventlog.migrate import upgrade
 
 from . import codec
 from . import domain as d
@@ -293,8 +293,8 @@ def load(
     ids = sorted(set(account_ids))
     ledger = d.Ledger()
     if ids:
-        query = select(accounts).where(accounts.c.account_id.in_(ids)).order_by(
-            accounts.c.account_id
+        query = (
+            select(accounts).where(accounts.c.account_id.in_(ids)).order_by(accounts.c.account_id)
         )
         if lock:
             query = query.with_for_update()
@@ -335,8 +335,10 @@ def save(conn: Connection, before: d.Ledger, events: Sequence[d.Event]) -> d.Led
                 }
             )
         else:
-            tid = event.transfer_id if isinstance(event, d.TransferVoided) else (
-                event.request.transfer_id
+            tid = (
+                event.transfer_id
+                if isinstance(event, d.TransferVoided)
+                else (event.request.transfer_id)
             )
             touched_transfers.add(tid)
             legs: list[d.Leg] = []
@@ -349,12 +351,24 @@ def save(conn: Connection, before: d.Ledger, events: Sequence[d.Event]) -> d.Led
         state.apply(event)
     if new_accounts:
         conn.execute(insert(accounts), new_accounts)
-    for aid in sorted(touched):
-        a = state.accounts[aid]
+    if touched:
         conn.execute(
             update(accounts)
-            .where(accounts.c.account_id == aid)
-            .values(posted=a.posted, reserved=a.reserved, incoming=a.incoming)
+            .where(accounts.c.account_id == bindparam("aid"))
+            .values(
+                posted=bindparam("new_posted"),
+                reserved=bindparam("new_reserved"),
+                incoming=bindparam("new_incoming"),
+            ),
+            [
+                {
+                    "aid": aid,
+                    "new_posted": state.accounts[aid].posted,
+                    "new_reserved": state.accounts[aid].reserved,
+                    "new_incoming": state.accounts[aid].incoming,
+                }
+                for aid in sorted(touched)
+            ],
         )
     for tid in sorted(touched_transfers):
         t = state.transfers[tid]

@@ -397,8 +397,11 @@ async def test_events_reach_kafka_through_the_outbox(
                 found[event.table_id] = event.multiplier_seed_commitment
         await asyncio.sleep(0.5)
     assert found == opened
-    # Every service announced this very process on its own topic.
+    # Every skeleton service announced this very process on its own topic (the wallet has
+    # its own event tests).
     for name, p in cluster.items():
+        if name == "wallet":
+            continue
         assert p.popen is not None
         pid = p.popen.pid
         ok = False
@@ -503,7 +506,9 @@ async def test_sigterm_drains_streams_and_exits_zero(cluster: dict[str, Proc]) -
             p.popen.send_signal(signal.SIGTERM)
         for stream in streams:
             # Drained: the open stream ends cleanly (OK) well before the grace period.
-            rest = [m async for m in stream]
+            rest = []
+            while (message := await stream.read()) is not grpc.aio.EOF:
+                rest.append(message)
             assert await stream.code() is grpc.StatusCode.OK, rest
         assert time.monotonic() - started < 5
     for p in cluster.values():

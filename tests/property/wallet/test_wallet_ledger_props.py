@@ -5,11 +5,10 @@ from __future__ import annotations
 import copy
 from datetime import UTC, datetime
 
+from electric_wallet import domain as d
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from wallet_ops import Op, ops, run_ops
-
-from electric_wallet import domain as d
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

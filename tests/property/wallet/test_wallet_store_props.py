@@ -4,22 +4,22 @@ player account goes negative, and the projections equal a fold of the stored eve
 
 from __future__ import annotations
 
+import atexit
 import shutil
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
-
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from sqlalchemy import func, select
-from test_wallet_ledger_props import LedgerDriver
-from wallet_ops import Op, ops, run_ops
 
 from electric_eventlog import EventStore, create_engine
 from electric_wallet import domain as d
 from electric_wallet import store
 from electric_wallet.handlers import Wallet
 from electric_wallet.projections import rebuild_and_compare, rebuild_projections
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import func, select
+from test_wallet_ledger_props import LedgerDriver
+from wallet_ops import Op, ops, run_ops
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -48,7 +48,9 @@ def make_wallet(path: Path) -> Wallet:
     """A migrated, bootstrapped wallet on a new SQLite file (copied from a template made
     once, since running the migrations per example would dominate the test's time)."""
     if "db" not in _TEMPLATE:
-        tpl = Path(tempfile.mkdtemp()) / "template.db"
+        tmp = tempfile.mkdtemp()
+        atexit.register(shutil.rmtree, tmp, True)
+        tpl = Path(tmp) / "template.db"
         engine = create_engine(f"sqlite:///{tpl}")
         store.migrate(engine)
         Wallet(engine, EventStore(engine, producer="wallet"), clock=lambda: NOW).bootstrap()
@@ -59,9 +61,7 @@ def make_wallet(path: Path) -> Wallet:
     return Wallet(engine, EventStore(engine, producer="wallet"), clock=lambda: NOW)
 
 
-@settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(ops, max_size=40))
 def test_store_matches_pure_ledger_and_events(seq: list[Op]) -> None:
     with tempfile.TemporaryDirectory() as tmp:

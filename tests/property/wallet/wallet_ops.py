@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from hypothesis import strategies as st
-
 from electric_wallet import domain as d
+from hypothesis import strategies as st
 
 PLAYERS = ("p1", "p2", "p3")
 
@@ -30,27 +29,39 @@ ops = st.one_of(
     st.builds(Op, kind=st.just("open"), player=st.sampled_from(PLAYERS)),
     st.builds(Op, kind=st.just("deposit"), player=st.sampled_from(PLAYERS), amount=amounts),
     st.builds(
-        Op, kind=st.just("bonus"), player=st.sampled_from(PLAYERS), amount=amounts,
+        Op,
+        kind=st.just("bonus"),
+        player=st.sampled_from(PLAYERS),
+        amount=amounts,
         flag=st.booleans(),
     ),
     st.builds(Op, kind=st.just("release"), player=st.sampled_from(PLAYERS), amount=small),
     st.builds(
-        Op, kind=st.just("wager"), player=st.sampled_from(PLAYERS), amount=small,
+        Op,
+        kind=st.just("wager"),
+        player=st.sampled_from(PLAYERS),
+        amount=small,
         flag=st.booleans(),
     ),
     st.builds(
-        Op, kind=st.just("win"), player=st.sampled_from(PLAYERS), amount=amounts,
-        ref=st.integers(0, 40), flag=st.booleans(),
+        Op,
+        kind=st.just("win"),
+        player=st.sampled_from(PLAYERS),
+        amount=amounts,
+        ref=st.integers(0, 40),
+        flag=st.booleans(),
     ),
     st.builds(
-        Op, kind=st.just("p2p"), player=st.sampled_from(PLAYERS),
-        other=st.sampled_from(PLAYERS), amount=small, flag=st.booleans(),
+        Op,
+        kind=st.just("p2p"),
+        player=st.sampled_from(PLAYERS),
+        other=st.sampled_from(PLAYERS),
+        amount=small,
+        flag=st.booleans(),
     ),
     st.builds(Op, kind=st.just("spend_pending"), player=st.sampled_from(PLAYERS), amount=amounts),
     st.builds(Op, kind=st.just("withdraw"), player=st.sampled_from(PLAYERS), amount=small),
-    st.builds(
-        Op, kind=st.just("post"), ref=st.integers(0, 40), amount=st.integers(0, 3_000)
-    ),
+    st.builds(Op, kind=st.just("post"), ref=st.integers(0, 40), amount=st.integers(0, 3_000)),
     st.builds(Op, kind=st.just("void"), ref=st.integers(0, 40)),
     st.builds(Op, kind=st.just("retry"), ref=st.integers(0, 40), flag=st.booleans()),
 )
@@ -75,8 +86,11 @@ def to_request(op: Op, n: int) -> d.TransferRequest | None:
     p = op.player
     if op.kind == "deposit":
         return d.TransferRequest(
-            tid, d.AccountSide("operator:cash_in"), acct(p, d.AccountKind.PLAYER_CASH),
-            op.amount, code="deposit",
+            tid,
+            d.AccountSide("operator:cash_in"),
+            acct(p, d.AccountKind.PLAYER_CASH),
+            op.amount,
+            code="deposit",
         )
     if op.kind == "bonus":
         kind = d.AccountKind.PLAYER_PENDING_BONUS if op.flag else d.AccountKind.PLAYER_BONUS
@@ -85,28 +99,45 @@ def to_request(op: Op, n: int) -> d.TransferRequest | None:
         )
     if op.kind == "release":
         return d.TransferRequest(
-            tid, acct(p, d.AccountKind.PLAYER_PENDING_BONUS),
-            acct(p, d.AccountKind.PLAYER_BONUS), op.amount, code="bonus_release",
+            tid,
+            acct(p, d.AccountKind.PLAYER_PENDING_BONUS),
+            acct(p, d.AccountKind.PLAYER_BONUS),
+            op.amount,
+            code="bonus_release",
         )
     if op.kind == "wager":
         return d.TransferRequest(
-            tid, d.PlayerFunds(p), d.AccountSide("house:tournament_escrow"), op.amount,
-            pending=op.flag, code="buy_in",
+            tid,
+            d.PlayerFunds(p),
+            d.AccountSide("house:tournament_escrow"),
+            op.amount,
+            pending=op.flag,
+            code="buy_in",
         )
     if op.kind == "p2p":
         return d.TransferRequest(
-            tid, acct(p, d.AccountKind.PLAYER_CASH), acct(op.other, d.AccountKind.PLAYER_CASH),
-            op.amount, pending=op.flag, code="p2p",
+            tid,
+            acct(p, d.AccountKind.PLAYER_CASH),
+            acct(op.other, d.AccountKind.PLAYER_CASH),
+            op.amount,
+            pending=op.flag,
+            code="p2p",
         )
     if op.kind == "spend_pending":
         return d.TransferRequest(
-            tid, acct(p, d.AccountKind.PLAYER_PENDING_BONUS),
-            d.AccountSide("house:casino_bankroll"), op.amount, code="wager",
+            tid,
+            acct(p, d.AccountKind.PLAYER_PENDING_BONUS),
+            d.AccountSide("house:casino_bankroll"),
+            op.amount,
+            code="wager",
         )
     if op.kind == "withdraw":
         return d.TransferRequest(
-            tid, acct(p, d.AccountKind.PLAYER_CASH), d.AccountSide("operator:cash_out"),
-            op.amount, code="withdraw",
+            tid,
+            acct(p, d.AccountKind.PLAYER_CASH),
+            d.AccountSide("operator:cash_out"),
+            op.amount,
+            code="withdraw",
         )
     return None
 
@@ -121,8 +152,11 @@ def run_ops(driver: Driver, ops_: list[Op]) -> list[tuple[str, str]]:
         driver.open_player(p)
         driver.create(
             d.TransferRequest(
-                f"seed-{p}", d.AccountSide("operator:cash_in"),
-                acct(p, d.AccountKind.PLAYER_CASH), 4_000, code="deposit",
+                f"seed-{p}",
+                d.AccountSide("operator:cash_in"),
+                acct(p, d.AccountKind.PLAYER_CASH),
+                4_000,
+                code="deposit",
             )
         )
     for op in ops_:
@@ -135,8 +169,11 @@ def run_ops(driver: Driver, ops_: list[Op]) -> list[tuple[str, str]]:
                 if op.flag and made:
                     stake = made[op.ref % len(made)].transfer_id
                 req = d.TransferRequest(
-                    f"t{len(made)}", d.AccountSide("house:casino_bankroll"),
-                    d.PlayerWinnings(op.player, stake), op.amount, code="win",
+                    f"t{len(made)}",
+                    d.AccountSide("house:casino_bankroll"),
+                    d.PlayerWinnings(op.player, stake),
+                    op.amount,
+                    code="win",
                 )
                 made.append(req)
                 replayed = driver.create(req)
@@ -163,8 +200,13 @@ def run_ops(driver: Driver, ops_: list[Op]) -> list[tuple[str, str]]:
                     req = pool[op.ref % len(pool)]
                     if op.flag:  # same key, different content
                         req = d.TransferRequest(
-                            req.transfer_id, req.debit, req.credit, req.amount + 1,
-                            req.pending, req.code, req.memo,
+                            req.transfer_id,
+                            req.debit,
+                            req.credit,
+                            req.amount + 1,
+                            req.pending,
+                            req.code,
+                            req.memo,
                         )
                     replayed = driver.create(req)
             else:

@@ -9,8 +9,6 @@ from typing import Any
 import grpc
 import jwt
 import pytest
-from google.protobuf import wrappers_pb2
-
 from electric_platform import (
     AuthInterceptor,
     ContextInterceptor,
@@ -26,6 +24,7 @@ from electric_platform import (
     request_id,
     require_role,
 )
+from google.protobuf import wrappers_pb2
 
 SECRET = "unit-test-secret-0123456789abcdef0123456789"
 SVC = "test.v1.EchoService"

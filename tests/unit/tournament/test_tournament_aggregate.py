@@ -11,7 +11,6 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-
 from electric_domain.cards import parse_cards
 from electric_domain.deck import derive_deck
 from electric_domain.holdem import (
@@ -273,13 +272,21 @@ def test_first_hand_dealt_at_zero_is_electric() -> None:
     ("rule", "script", "expect_bank"),
     [
         ("Action Timer: blinds only (button facing the BB) -> no bank, fold", [], False),
-        ("Time Bank: blind money is not voluntary (BB facing a raise) -> no bank, fold",
-         [(2, "raise_to", 60), (0, "fold", 0)], False),
-        ("Action Timer: BB with the option times out -> check", [(2, "call", 0), (0, "call", 0)],
-         False),
+        (
+            "Time Bank: blind money is not voluntary (BB facing a raise) -> no bank, fold",
+            [(2, "raise_to", 60), (0, "fold", 0)],
+            False,
+        ),
+        (
+            "Action Timer: BB with the option times out -> check",
+            [(2, "call", 0), (0, "call", 0)],
+            False,
+        ),
     ],
 )
-def test_timeout_without_voluntary_chips(rule: str, script: list[tuple[int, str, int]], expect_bank: bool, table: Table) -> None:
+def test_timeout_without_voluntary_chips(
+    rule: str, script: list[tuple[int, str, int]], expect_bank: bool, table: Table
+) -> None:
     table.deal(1_000)
     at = 1_000
     for seat, move, amount in script:
@@ -331,7 +338,12 @@ def test_time_bank_runs_out_then_check_or_fold(table: Table) -> None:
         TimedOut,
     ]
     taken = of(ev, ActionTaken)[0]
-    assert (taken.seat, taken.move, taken.cause, taken.bank_ms_after) == (2, "fold", Cause.TIMEOUT, 0)
+    assert (taken.seat, taken.move, taken.cause, taken.bank_ms_after) == (
+        2,
+        "fold",
+        Cause.TIMEOUT,
+        0,
+    )
     assert table.t.state.seats[2].bank_ms == 0
 
 
@@ -374,7 +386,8 @@ def test_check_fold_turns_into_fold_after_a_bet(table: Table) -> None:
     ev = table.act(0, "fold", 3_000)  # BB's turn: the fold executes at once
     taken = of(ev, ActionTaken)
     assert [(a.seat, a.move, a.cause) for a in taken] == [
-        (0, "fold", Cause.PLAYER), (1, "fold", Cause.PRE_ACTION)
+        (0, "fold", Cause.PLAYER),
+        (1, "fold", Cause.PRE_ACTION),
     ]
 
 
@@ -384,7 +397,11 @@ def test_check_fold_checks_without_a_bet(table: Table) -> None:
     _sel(table, 1, PreAction.CHECK_FOLD, 1_100)
     table.act(2, "call", 2_000)
     ev = table.act(0, "call", 3_000)
-    assert [(a.seat, a.move, a.cause) for a in of(ev, ActionTaken)][-1] == (1, "check", Cause.PRE_ACTION)
+    assert [(a.seat, a.move, a.cause) for a in of(ev, ActionTaken)][-1] == (
+        1,
+        "check",
+        Cause.PRE_ACTION,
+    )
 
 
 def test_check_becomes_unselected_after_a_bet(table: Table) -> None:
@@ -413,14 +430,19 @@ def test_check_executes_without_a_bet(table: Table) -> None:
         ("seed 000 §5.b.iv: call is unselected when the bet increases", "raise_to", 60, False),
     ],
 )
-def test_call_pre_action(rule: str, button_move: str, button_amount: int, executes: bool, table: Table) -> None:
+def test_call_pre_action(
+    rule: str, button_move: str, button_amount: int, executes: bool, table: Table
+) -> None:
     table.deal(1_000)
     _sel(table, 0, PreAction.CALL, 1_100)  # SB: 10 to call
     ev = table.act(2, button_move, 2_000, button_amount)
     if executes:
         taken = of(ev, ActionTaken)[-1]
         assert (taken.seat, taken.move, taken.cause, taken.voluntary_chips) == (
-            0, "call", Cause.PRE_ACTION, True
+            0,
+            "call",
+            Cause.PRE_ACTION,
+            True,
         ), rule
     else:
         assert of(ev, PreActionUnselected) == [PreActionUnselected(0, "bet", 2_000)], rule
@@ -579,3 +601,26 @@ def test_rejections_change_nothing(table: Table) -> None:
         assert info.value.code == code
         assert info.value.events == []
     assert len(table.t.history) == before
+
+
+def test_player_view_is_private_and_complete(table: Table) -> None:
+    """rule=DESIGN §1/§8: a player sees only their own hole cards; legal actions only on
+    their turn; pre-turn actions and deadlines are exposed for the client."""
+    table.deal(1_000, {0: "2c7d", 1: "3h8s", 2: "AsAh"}, "KdQs5c4hJs")
+    v2 = table.t.view(2, 1_500)
+    assert v2.hole_cards == ("As", "Ah")
+    assert v2.legal is not None and v2.legal.call_amount == 20
+    assert v2.deadline is not None and v2.deadline.at == 11_000
+    assert v2.pre_actions == frozenset()
+    v0 = table.t.view(0, 1_500)
+    assert v0.hole_cards == ("2c", "7d") and v0.legal is None
+    assert v0.pre_actions == {PreAction.FOLD, PreAction.CALL}
+    assert "As" not in repr(v0)
+    assert (v0.level, v0.small_blind, v0.big_blind, v0.clock_remaining_ms) == (1, 10, 20, 358_500)
+    assert v0.stacks == (490, 480, 500) and v0.pot == 30
+    table.act(2, "all_in", 2_000)
+    table.act(0, "call", 3_000)
+    table.act(1, "call", 4_000)  # showdown exposes everyone
+    v1 = table.t.view(1, 5_000)
+    assert v1.finished and dict(v1.shown)[2] == ("As", "Ah")
+    assert v1.prizes_cents == (0, 0, 200)

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 import yaml
-
 from electric_domain.tournament import mathsheet
 from electric_domain.tournament.config import (
     ConfigError,
@@ -30,18 +29,33 @@ def test_default_config_values() -> None:
     """rule=DESIGN §5 defaults: tiers, rake, weights, levels, blinds, stack, timers."""
     cfg = default_config()
     assert [(t.buy_in_cents, t.rake_cents) for t in cfg.buy_ins] == [
-        (100, 7), (500, 35), (1000, 70), (2500, 175), (5000, 350)
+        (100, 7),
+        (500, 35),
+        (1000, 70),
+        (2500, 175),
+        (5000, 350),
     ]
     pt = cfg.pay_table
     assert [(e.multiplier, e.weight, e.levels) for e in pt.entries] == [
-        (2, 477_800, 3), (3, 359_956, 3), (4, 111_133, 3), (5, 46_000, 3),
-        (10, 5_000, 4), (100, 100, 5), (1000, 10, 6), (10_000, 1, 6),
+        (2, 477_800, 3),
+        (3, 359_956, 3),
+        (4, 111_133, 3),
+        (5, 46_000, 3),
+        (10, 5_000, 4),
+        (100, 100, 5),
+        (1000, 10, 6),
+        (10_000, 1, 6),
     ]
     assert pt.expected_multiplier() == Fraction(279, 100)
     assert [e.shares for e in pt.entries[:5]] == [(1,)] * 5
     assert [e.shares for e in pt.entries[5:]] == [(80, 10, 10)] * 3
     assert [(b.small_blind, b.big_blind, b.ante) for b in cfg.blind_levels] == [
-        (10, 20, 0), (15, 30, 0), (20, 40, 5), (30, 60, 5), (40, 80, 10), (50, 100, 10)
+        (10, 20, 0),
+        (15, 30, 0),
+        (20, 40, 5),
+        (30, 60, 5),
+        (40, 80, 10),
+        (50, 100, 10),
     ]
     assert cfg.level_duration_ms == 120_000
     assert cfg.starting_stack == 500
@@ -87,7 +101,9 @@ _DELETE = object()
         (["surprise"], 1, "surprise: unknown field"),
     ],
 )
-def test_invalid_configs_fail_with_precise_message(path: list[Any], value: Any, message: str) -> None:
+def test_invalid_configs_fail_with_precise_message(
+    path: list[Any], value: Any, message: str
+) -> None:
     """rule=DESIGN §5 math check: weights sum exactly; E = 3×(1−rake) within 0.01%."""
     with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("(", r"\(")):
         parse_config(_mutate(path, value))
@@ -112,7 +128,7 @@ def test_load_config_from_file_names_the_file(tmp_path: Path) -> None:
     raw = _mutate(["pay_table", "entries", 0, "weight"], 1)
     p = tmp_path / "bad.yaml"
     p.write_text(yaml.safe_dump(raw))
-    with pytest.raises(ConfigError, match="bad.yaml: pay_table.entries: weights sum"):
+    with pytest.raises(ConfigError, match=r"bad\.yaml: pay_table\.entries: weights sum"):
         load_config(p)
     good = tmp_path / "good.yaml"
     good.write_text(yaml.safe_dump(_raw()))

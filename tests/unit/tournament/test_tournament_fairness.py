@@ -6,7 +6,6 @@ import hashlib
 import hmac
 
 import pytest
-
 from electric_domain.tournament.config import default_config
 from electric_domain.tournament.fairness import (
     MULTIPLIER_LABEL,
@@ -38,15 +37,30 @@ def test_draw_is_first_accepted_word_mod_total() -> None:
         u = next(w for w in words if w < limit) % 1_000_000
         d = draw_multiplier(seed, table)
         assert d.u == u
-        assert d.multiplier == table.entries[weighted_index(tuple(e.weight for e in table.entries), u)].multiplier
+        assert (
+            d.multiplier
+            == table.entries[weighted_index(tuple(e.weight for e in table.entries), u)].multiplier
+        )
 
 
 @pytest.mark.parametrize(
     ("u", "multiplier"),
     [
-        (0, 2), (477_799, 2), (477_800, 3), (837_755, 3), (837_756, 4), (948_888, 4),
-        (948_889, 5), (994_888, 5), (994_889, 10), (999_888, 10), (999_889, 100),
-        (999_988, 100), (999_989, 1000), (999_998, 1000), (999_999, 10_000),
+        (0, 2),
+        (477_799, 2),
+        (477_800, 3),
+        (837_755, 3),
+        (837_756, 4),
+        (948_888, 4),
+        (948_889, 5),
+        (994_888, 5),
+        (994_889, 10),
+        (999_888, 10),
+        (999_889, 100),
+        (999_988, 100),
+        (999_989, 1000),
+        (999_998, 1000),
+        (999_999, 10_000),
     ],
 )
 def test_weight_boundaries(u: int, multiplier: int) -> None:
@@ -77,8 +91,16 @@ def test_draw_frequencies_match_weights() -> None:
     table = default_config().pay_table
     counts = dict.fromkeys((e.multiplier for e in table.entries), 0)
     for k in range(20_000):
-        counts[draw_multiplier(hashlib.sha256(b"f" + k.to_bytes(4, "big")).digest(), table).multiplier] += 1
+        counts[
+            draw_multiplier(hashlib.sha256(b"f" + k.to_bytes(4, "big")).digest(), table).multiplier
+        ] += 1
     # pool the rare multipliers (expected counts < 5) into one bin
-    obs = [counts[2], counts[3], counts[4], counts[5], sum(counts[m] for m in (10, 100, 1000, 10_000))]
+    obs = [
+        counts[2],
+        counts[3],
+        counts[4],
+        counts[5],
+        sum(counts[m] for m in (10, 100, 1000, 10_000)),
+    ]
     exp = [20_000 * w / 1_000_000 for w in (477_800, 359_956, 111_133, 46_000, 5_111)]
     assert chisquare(obs, exp).pvalue > 1e-4

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from electric_domain.tournament.preaction import (
     Auto,
     PreAction,
@@ -14,8 +13,13 @@ from electric_domain.tournament.preaction import (
     resolve,
 )
 
-F, CF, C, CALL, AI = (PreAction.FOLD, PreAction.CHECK_FOLD, PreAction.CHECK, PreAction.CALL,
-                      PreAction.ALL_IN)
+F, CF, C, CALL, AI = (
+    PreAction.FOLD,
+    PreAction.CHECK_FOLD,
+    PreAction.CHECK,
+    PreAction.CALL,
+    PreAction.ALL_IN,
+)
 
 
 @pytest.mark.parametrize(
@@ -35,16 +39,33 @@ def test_available(rule: str, to_call: int, stack: int, offered: set[PreAction])
     ("rule", "sel", "new_to_call", "after"),
     [
         ("5.b.i fold stays fold after a raise", Selection(F, 20), 40, Selection(F, 40)),
-        ("5.b.ii check/fold turns into fold once a bet is made", Selection(CF, 0), 40, Selection(F, 40)),
+        (
+            "5.b.ii check/fold turns into fold once a bet is made",
+            Selection(CF, 0),
+            40,
+            Selection(F, 40),
+        ),
         ("5.b.ii check/fold unchanged without a bet", Selection(CF, 0), 0, Selection(CF, 0)),
         ("5.b.iii check becomes unselected after a bet", Selection(C, 0), 40, None),
         ("5.b.iii check stays without a bet", Selection(C, 0), 0, Selection(C, 0)),
         ("5.b.iv call unselected when the bet increases", Selection(CALL, 40), 120, None),
-        ("5.b.iv call stays when the bet is unchanged", Selection(CALL, 40), 40, Selection(CALL, 40)),
-        ("5.b.v all-in stays selected after a re-raise", Selection(AI, 600), 900, Selection(AI, 900)),
+        (
+            "5.b.iv call stays when the bet is unchanged",
+            Selection(CALL, 40),
+            40,
+            Selection(CALL, 40),
+        ),
+        (
+            "5.b.v all-in stays selected after a re-raise",
+            Selection(AI, 600),
+            900,
+            Selection(AI, 900),
+        ),
     ],
 )
-def test_on_bet_change(rule: str, sel: Selection, new_to_call: int, after: Selection | None) -> None:
+def test_on_bet_change(
+    rule: str, sel: Selection, new_to_call: int, after: Selection | None
+) -> None:
     assert on_bet_change(sel, new_to_call) == after, rule
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from electric_domain.tournament.config import default_config
 from electric_domain.tournament.prizes import (
     Finish,
@@ -24,7 +23,9 @@ from electric_domain.tournament.prizes import (
         (7, (1, 1, 1), (3, 2, 2)),
     ],
 )
-def test_place_amounts_sum_exactly(pool: int, shares: tuple[int, ...], expected: tuple[int, ...]) -> None:
+def test_place_amounts_sum_exactly(
+    pool: int, shares: tuple[int, ...], expected: tuple[int, ...]
+) -> None:
     """rule=DESIGN §5 prizes in cents: floor per place, remainder cents to 1st place."""
     got = place_amounts(pool, shares, 3)
     assert got == expected
@@ -35,14 +36,22 @@ def test_place_amounts_sum_exactly(pool: int, shares: tuple[int, ...], expected:
     ("case", "busted", "left", "expected"),
     [
         ("one bust 3-handed", {2: 300}, 2, [((3,), (2,))]),
-        ("two busts, different stacks: smaller finishes lower", {0: 100, 2: 250}, 1,
-         [((2,), (2,)), ((3,), (0,))]),
-        ("two busts, equal stacks: share places 2 and 3", {0: 200, 1: 200}, 1,
-         [((2, 3), (0, 1))]),
+        (
+            "two busts, different stacks: smaller finishes lower",
+            {0: 100, 2: 250},
+            1,
+            [((2,), (2,)), ((3,), (0,))],
+        ),
+        ("two busts, equal stacks: share places 2 and 3", {0: 200, 1: 200}, 1, [((2, 3), (0, 1))]),
         ("heads-up bust", {1: 900}, 1, [((2,), (1,))]),
     ],
 )
-def test_rank_busts(case: str, busted: dict[int, int], left: int, expected: list[tuple[tuple[int, ...], tuple[int, ...]]]) -> None:
+def test_rank_busts(
+    case: str,
+    busted: dict[int, int],
+    left: int,
+    expected: list[tuple[tuple[int, ...], tuple[int, ...]]],
+) -> None:
     """rule=seed 000 "Prizes Awarded": same-hand eliminations ordered by start-of-hand chips."""
     assert [(f.places, f.seats) for f in rank_busts(busted, left)] == expected, case
 
@@ -87,5 +96,7 @@ def test_award_sums_to_pool_for_every_tier(multiplier: int, buy_in: int) -> None
         assert sum(prizes.values()) == pool
     if len(shares) == 1:
         assert award(pool, shares, [(Finish((2, 3), (0, 1)), 2), (Finish((1,), (2,)), 2)], 3) == {
-            0: 0, 1: 0, 2: pool
+            0: 0,
+            1: 0,
+            2: pool,
         }

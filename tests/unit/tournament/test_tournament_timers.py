@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from electric_domain.tournament.timers import (
     Phase,
     bank_activates,

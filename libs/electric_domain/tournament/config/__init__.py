@@ -239,9 +239,7 @@ def parse_config(raw: Any) -> TournamentConfig:
                 f"{p}levels: {lv_count} levels but blind_levels defines only {len(levels)}"
             )
         shares_raw = _list(_req(em, "shares", p), p + "shares")
-        shares = tuple(
-            _int(s, f"{p}shares[{j}]", minimum=1) for j, s in enumerate(shares_raw)
-        )
+        shares = tuple(_int(s, f"{p}shares[{j}]", minimum=1) for j, s in enumerate(shares_raw))
         if len(shares) > seats:
             raise ConfigError(f"{p}shares: {len(shares)} places paid but only {seats} seats")
         if list(shares) != sorted(shares, reverse=True):
@@ -274,9 +272,7 @@ def parse_config(raw: Any) -> TournamentConfig:
         buy_ins=tuple(tiers),
         pay_table=table,
         blind_levels=tuple(levels),
-        level_duration_ms=_int(
-            _req(m, "level_duration_ms", ""), "level_duration_ms", minimum=1
-        ),
+        level_duration_ms=_int(_req(m, "level_duration_ms", ""), "level_duration_ms", minimum=1),
         starting_stack=_int(_req(m, "starting_stack", ""), "starting_stack", minimum=1),
         action_timer_ms=_int(_req(m, "action_timer_ms", ""), "action_timer_ms", minimum=1),
         time_bank_ms=_int(_req(m, "time_bank_ms", ""), "time_bank_ms", minimum=0),

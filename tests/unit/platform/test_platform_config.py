@@ -1,0 +1,100 @@
+"""Configuration from environment variables: defaults, overrides, validation."""
+
+from __future__ import annotations
+
+import pytest
+from electric_platform.config import (
+    DEV_AUTH_SECRET,
+    ENV_VARS,
+    SERVICES,
+    ConfigError,
+    all_env_var_names,
+    load_config,
+)
+
+
+def test_defaults_per_service() -> None:
+    ports = {s: (load_config(s, {}).grpc_port, load_config(s, {}).metrics_port) for s in SERVICES}
+    assert ports == {
+        "registration": (50051, 9101),
+        "table": (50052, 9102),
+        "wallet": (50053, 9103),
+        "payout": (50054, 9104),
+    }
+    cfg = load_config("table", {})
+    assert cfg.grpc_host == "127.0.0.1" and cfg.metrics_host == "127.0.0.1"
+    assert cfg.database_url == "sqlite+pysqlite:///var/table.db"
+    assert cfg.kafka_bootstrap_servers == "" and not cfg.uses_kafka
+    assert cfg.auth_secret == DEV_AUTH_SECRET and cfg.auth_secret_is_default
+    assert cfg.log_level == "INFO" and cfg.log_format == "json"
+    assert cfg.shutdown_grace_seconds == 10.0
+    assert cfg.events_topic == "electric.table.events"
+    assert cfg.target("wallet") == "127.0.0.1:50053"
+
+
+def test_plain_names_and_per_service_overrides() -> None:
+    env = {
+        "ELECTRIC_GRPC_PORT": "6000",
+        "ELECTRIC_TABLE_GRPC_PORT": "6002",
+        "DATABASE_URL": "postgresql+psycopg://u:pw@db/x",
+        "ELECTRIC_PAYOUT_DATABASE_URL": "postgresql+psycopg://u:pw@db/payout",
+        "KAFKA_BOOTSTRAP_SERVERS": "k:9092",
+        "ELECTRIC_REGISTRATION_KAFKA_BOOTSTRAP_SERVERS": "",
+        "ELECTRIC_AUTH_SECRET": "s" * 40,
+        "ELECTRIC_LOG_LEVEL": "debug",
+        "ELECTRIC_VAR_DIR": "/data",
+        "ELECTRIC_WALLET_TARGET": "wallet:50053",
+    }
+    assert load_config("table", env).grpc_port == 6002
+    assert load_config("payout", env).grpc_port == 6000
+    assert load_config("payout", env).database_url.endswith("/payout")
+    assert load_config("table", env).database_url.endswith("/x")
+    assert load_config("table", env).kafka_bootstrap_servers == "k:9092"
+    # An explicitly empty per-service override means "in-process bus" for that service.
+    assert load_config("registration", env).kafka_bootstrap_servers == ""
+    cfg = load_config("wallet", env)
+    assert not cfg.auth_secret_is_default and cfg.log_level == "DEBUG"
+    assert cfg.target("wallet") == "wallet:50053"
+    assert "pw" not in str(cfg.describe()) and "s" * 40 not in str(cfg.describe())
+    assert load_config("wallet", {"ELECTRIC_VAR_DIR": "/data"}).database_url == (
+        "sqlite+pysqlite:////data/wallet.db"
+    )
+
+
+@pytest.mark.parametrize(
+    ("env", "fragment"),
+    [
+        ({"ELECTRIC_GRPC_PORT": "abc"}, "not an integer"),
+        ({"ELECTRIC_GRPC_PORT": "70000"}, "out of range"),
+        ({"ELECTRIC_METRICS_PORT": "-2"}, "out of range"),
+        ({"ELECTRIC_LOG_LEVEL": "LOUD"}, "ELECTRIC_LOG_LEVEL"),
+        ({"ELECTRIC_LOG_FORMAT": "xml"}, "ELECTRIC_LOG_FORMAT"),
+        ({"ELECTRIC_SHUTDOWN_GRACE_SECONDS": "-1"}, "negative"),
+    ],
+)
+def test_bad_values_are_rejected(env: dict[str, str], fragment: str) -> None:
+    with pytest.raises(ConfigError, match=fragment):
+        load_config("registration", env)
+
+
+def test_unknown_service_is_rejected() -> None:
+    with pytest.raises(ConfigError, match="unknown service"):
+        load_config("casino", {})
+
+
+def test_registry_is_documented_and_complete() -> None:
+    names = [v.name for v in ENV_VARS]
+    assert len(names) == len(set(names))
+    assert all(v.doc.strip() for v in ENV_VARS)
+    every = all_env_var_names()
+    assert {"DATABASE_URL", "KAFKA_BOOTSTRAP_SERVERS", "ELECTRIC_AUTH_SECRET"} <= every
+    assert "ELECTRIC_TABLE_GRPC_PORT" in every and "ELECTRIC_TABLE_DATABASE_URL" in every
+    assert "ELECTRIC_TABLE_VAR_DIR" not in every  # VAR_DIR is process-wide
+
+
+def test_docs_list_every_variable() -> None:
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "platform.md").read_text()
+    missing = [v.name for v in ENV_VARS if f"`{v.name}`" not in doc]
+    assert missing == []
