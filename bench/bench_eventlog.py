@@ -33,9 +33,10 @@ from bench import Row
 
 AREA = "eventlog"
 DEFAULT_PG = "postgresql+psycopg://electric:electric@127.0.0.1:5432/electric"
-SINGLE_TX_EVENTS = 1500
+SINGLE_TX_EVENTS = 800
 BATCH_SIZE = 100
-BATCHES = 60
+BATCHES = 30
+ROUNDS = 3
 THREADS = 4
 LAG_SECONDS = 8.0
 LAG_RATE = 400  # events/s offered during the lag measurement (steady, bounded)
@@ -133,17 +134,15 @@ def _run_threads(work: Callable[[int], None], count: int) -> None:
         t.join()
 
 
-def _raw_pg_rates(url: str) -> tuple[float, float, float]:
+def _raw_pg_rates(dsn: str, rnd: int) -> tuple[float, float, float]:
     """The same rows through plain psycopg into a table shaped like eventlog_events."""
-    dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
     insert = (
         f"INSERT INTO bench_raw_events ({', '.join(COLUMNS)}) "
         f"VALUES ({', '.join('%(' + c + ')s' for c in COLUMNS)})"
     )
+    base = rnd * 100_000_000
     with psycopg.connect(dsn) as conn:
-        conn.execute("CREATE TABLE bench_raw_events (LIKE eventlog_events INCLUDING ALL)")
-        conn.commit()
-        rows = _raw_rows(SINGLE_TX_EVENTS, "raw-single", 1)
+        rows = _raw_rows(SINGLE_TX_EVENTS, f"raw-single-{rnd}", base + 1)
 
         def single() -> None:
             for row in rows:
@@ -152,7 +151,7 @@ def _raw_pg_rates(url: str) -> tuple[float, float, float]:
 
         single_rate = _rate(len(rows), single)
         batches = [
-            _raw_rows(BATCH_SIZE, f"raw-batch-{b}", 10_000_000 + b * BATCH_SIZE)
+            _raw_rows(BATCH_SIZE, f"raw-batch-{rnd}-{b}", base + 10_000_000 + b * BATCH_SIZE)
             for b in range(BATCHES)
         ]
 
@@ -163,7 +162,9 @@ def _raw_pg_rates(url: str) -> tuple[float, float, float]:
 
         batch_rate = _rate(BATCHES * BATCH_SIZE, batched)
     per_thread = [
-        _raw_rows(SINGLE_TX_EVENTS // THREADS, f"raw-thr-{t}", 20_000_000 + t * 100_000)
+        _raw_rows(
+            SINGLE_TX_EVENTS // THREADS, f"raw-thr-{rnd}-{t}", base + 20_000_000 + t * 100_000
+        )
         for t in range(THREADS)
     ]
 
@@ -183,14 +184,21 @@ def _pg_rows(url: str) -> list[Row]:
     engine = create_engine(url)
     try:
         migrate(engine)
-        single, batched, threaded = _append_rates(engine, "pg")
-        raw_single, raw_batched, raw_threaded = _raw_pg_rates(url)
+        dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+        with psycopg.connect(dsn) as conn:
+            conn.execute("CREATE TABLE bench_raw_events (LIKE eventlog_events INCLUDING ALL)")
+        # Alternate library and raw rounds and keep each one's best: the machine is shared
+        # and noisy, and interleaving exposes both to the same background load.
+        ours, raw = [], []
+        for rnd in range(ROUNDS):
+            ours.append(_append_rates(engine, f"pg{rnd}"))
+            raw.append(_raw_pg_rates(dsn, rnd))
+        single, batched, threaded = (max(r[i] for r in ours) for i in range(3))
+        raw_single, raw_batched, raw_threaded = (max(r[i] for r in raw) for i in range(3))
     finally:
         engine.dispose()
     return [
-        Row(
-            AREA, "pg append, 1 event/tx", single, "events/s", "raw psycopg insert 1/tx", raw_single
-        ),
+        Row(AREA, "pg append, 1 event/tx", single, "events/s", "raw psycopg 1/tx", raw_single),
         Row(
             AREA,
             f"pg append, {BATCH_SIZE} events/tx",
@@ -247,7 +255,7 @@ async def _lag_and_drain(url: str, bootstrap: str) -> list[Row]:
         drained = await relay.drain()
         drain_rate = drained / (time.perf_counter() - start)
         rows.append(
-            Row(AREA, "relay drain to Kafka (acks=all, idempotent)", drain_rate, "events/s")
+            Row(AREA, "relay drain to Kafka (acks=all)", drain_rate, "events/s", note="1 relay")
         )
 
         # 2) Lag at a steady load: writer thread at LAG_RATE events/s, relay running, consumer

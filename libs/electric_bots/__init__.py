@@ -1,1 +1,6 @@
-"""electric_bots."""
+"""electric_bots: bot players as real gRPC clients of the public APIs.
+
+:mod:`electric_bots.views` maps a player's own table view to the pure strategies of
+:mod:`electric_domain.tournament.bots` and back; :mod:`electric_bots.player` is one bot;
+:mod:`electric_bots.runner` runs many on one event loop (``python -m electric_bots``).
+"""

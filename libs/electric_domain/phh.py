@@ -262,6 +262,8 @@ def hand_config(fields: dict[str, Any]) -> tuple[HandConfig, int, int, list[str]
             if type(x) is not int:
                 places = max(places, _places(x))
     for a in actions:
+        if "." not in a:
+            continue
         parts = _split_action(a)
         if len(parts) >= 3 and parts[1] == "cbr" and not parts[2].isdigit():
             try:
@@ -292,7 +294,13 @@ def hand_config(fields: dict[str, Any]) -> tuple[HandConfig, int, int, list[str]
     return config, scale, places, actions
 
 
+_PLAYER_TOKENS = {f"p{k}": k - 1 for k in range(1, 11)}
+
+
 def _player(tok: str, n: int, action: str) -> int:
+    p = _PLAYER_TOKENS.get(tok)
+    if p is not None and p < n:
+        return p
     if len(tok) < 2 or tok[0] != "p" or not tok[1:].isdigit():
         raise PhhError(f"action {action!r}: bad player {tok!r}")
     k = int(tok[1:])

@@ -14,6 +14,7 @@ Two levels:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -108,7 +109,13 @@ class IdempotentConsumer:
             statement = sqlite_insert(schema.applied).on_conflict_do_nothing()
         else:  # pragma: no cover - only PostgreSQL and SQLite are supported
             raise NotImplementedError(dialect)
-        return conn.execute(statement, values).rowcount == 1
+        # RETURNING, not rowcount: drivers may report -1 for INSERT ... ON CONFLICT.
+        inserted = conn.execute(statement.returning(schema.applied.c.event_id), values)
+        return inserted.first() is not None
+
+
+class _Stopped(Exception):
+    """Raised out of a handler to leave a message uncommitted when the worker stops."""
 
 
 def is_transient(error: BaseException) -> bool:
@@ -149,10 +156,16 @@ class ConsumerWorker:
         self.applied = 0
         self.skipped = 0
         self.dead_lettered = 0
+        self._stop = asyncio.Event()
 
     async def run(self, stop: asyncio.Event) -> None:
         """Consume until ``stop`` is set."""
-        await self.bus.consume(self.topics, group_id=self.group_id, handler=self.handle, stop=stop)
+        self._stop = stop
+        # _Stopped: stopped while retrying a transient failure; that message stays uncommitted.
+        with contextlib.suppress(_Stopped):
+            await self.bus.consume(
+                self.topics, group_id=self.group_id, handler=self.handle, stop=stop
+            )
 
     async def handle(self, message: ReceivedMessage) -> None:
         """Apply one delivered message exactly once (or dead-letter it)."""
@@ -172,6 +185,8 @@ class ConsumerWorker:
                 return
             except Exception as exc:
                 if self.transient(exc):
+                    if self._stop.is_set():
+                        raise _Stopped from exc  # raising keeps the offset uncommitted
                     log.warning("transient failure on %s, retrying: %s", envelope.event_id, exc)
                 elif attempt >= self.max_attempts:
                     reason = f"{type(exc).__name__}: {exc}"

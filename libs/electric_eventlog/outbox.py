@@ -13,20 +13,28 @@ from .codec import envelope_from_row
 
 
 def fetch_unsent(
-    conn: Connection, *, limit: int, topic: str | None = None
+    conn: Connection,
+    *,
+    limit: int,
+    topic: str | None = None,
+    after: int = 0,
+    include_sent: bool = False,
 ) -> list[tuple[str, Envelope]]:
-    """Up to ``limit`` unsent ``(topic, envelope)`` pairs, oldest global position first.
+    """Up to ``limit`` unsent ``(topic, envelope)`` pairs after position ``after``, oldest first.
 
     Position order is commit order (see the store), so publishing in this order keeps every
-    stream's events in version order on the wire.
+    stream's events in version order on the wire. ``include_sent`` also returns rows already
+    published (to re-seed a bus that lost them).
     """
     query = (
         select(schema.outbox.c.topic, schema.events)
         .join(schema.events, schema.events.c.global_position == schema.outbox.c.global_position)
-        .where(schema.outbox.c.sent_at.is_(None))
+        .where(schema.outbox.c.global_position > after)
         .order_by(schema.outbox.c.global_position, schema.outbox.c.topic)
         .limit(limit)
     )
+    if not include_sent:
+        query = query.where(schema.outbox.c.sent_at.is_(None))
     if topic is not None:
         query = query.where(schema.outbox.c.topic == topic)
     return [(row["topic"], envelope_from_row(row)) for row in conn.execute(query).mappings()]

@@ -74,6 +74,29 @@ class OutboxRelay:
         self.published += len(batch)
         return len(batch)
 
+    async def republish_all(self) -> int:
+        """Publish every outbox row again, sent or not, in position order; returns the count.
+
+        For a bus that does not survive restarts (the embedded :class:`InProcessBus`): call
+        it once at start-up, before the consumers, so an event that was marked sent but not
+        yet consumed when the process stopped is delivered again (consumers skip the rest).
+        """
+        total, after = 0, 0
+        while True:
+            batch = await asyncio.to_thread(self._fetch_all, after)
+            if not batch:
+                return total
+            await self.bus.publish([envelope_message(topic, env) for topic, env in batch])
+            await asyncio.to_thread(self._mark, [(t, env.global_position) for t, env in batch])
+            total += len(batch)
+            after = batch[-1][1].global_position
+
+    def _fetch_all(self, after: int) -> list[tuple[str, Envelope]]:
+        with read_only(self.engine.connect()) as conn, conn.begin():
+            return fetch_unsent(
+                conn, limit=self.batch_size, topic=self.topic, after=after, include_sent=True
+            )
+
     async def drain(self) -> int:
         """Publish until the outbox is empty; returns how many were published."""
         total = 0

@@ -139,3 +139,29 @@ def test_cli_all_good_exit_zero(tmp_path: Path) -> None:
     proc = _cli("replay-phh", str(f))
     assert proc.returncode == 0, proc.stderr
     assert len(proc.stdout.splitlines()) == 2
+
+
+def test_multiline_toml_falls_back_to_tomllib_and_keeps_decimals_exact() -> None:
+    hand = """# a hand written by hand
+variant = "NT"
+antes = [0.01, 0.01, 0.01]
+blinds_or_straddles = [0.05, 0.10, 0]
+min_bet = 0.10
+starting_stacks = [1.00, 2.00, 0.30]
+actions = [
+  "d dh p1 AsAd",  # aces
+  "d dh p2 KsKd",
+  "d dh p3 QsQd",
+  "p3 cbr 0.29",
+  "p1 cbr 0.99",
+  "p2 cc",
+  "d db 2c7d9h",
+  "d db Jc",
+  "d db 3s",
+]
+"""
+    (r,) = replay_text(hand, multi=False)
+    assert r.error is None, r.error
+    # p3 all-in 0.29 (+0.01 ante), p1 all-in 0.99, p2 calls: aces win everything
+    assert r.finishing_stacks == (Decimal("2.30"), Decimal("1.00"), Decimal("0.00"))
+    assert r.scale == 100

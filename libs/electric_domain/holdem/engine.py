@@ -84,7 +84,7 @@ def _clockwise(n: int, start: int) -> range | list[int]:
 
 
 def _begin_betting(s: HandState) -> None:
-    """Set up a betting round on a fresh (mutable, unpublished) copy."""
+    """Set up a betting round on a private working copy."""
     n = s.n
     cfg = s.config
     opener = (cfg.big_blind_player + 1) % n if s.street == 0 else (cfg.button + 1) % n
@@ -136,6 +136,7 @@ def _apply_started(_: HandState | None, e: HandStarted) -> HandState:
     s.config = cfg
     s.n = n
     s.min_bet = cfg.effective_min_bet
+    s.dealt = 0
     s.phase = Phase.FORCED_BETS
     s.street = -1
     s.stacks = tuple(cfg.stacks)
@@ -157,16 +158,14 @@ def _apply_started(_: HandState | None, e: HandStarted) -> HandState:
     return s
 
 
-def _apply_ante(state: HandState, e: AntePosted) -> HandState:
-    s = state.copy()
+def _apply_ante(s: HandState, e: AntePosted) -> HandState:
     p, a = e.player, e.amount
     s.stacks = _set(s.stacks, p, s.stacks[p] - a)
     s.committed = _set(s.committed, p, s.committed[p] + a)
     return s
 
 
-def _apply_blind(state: HandState, e: BlindPosted) -> HandState:
-    s = state.copy()
+def _apply_blind(s: HandState, e: BlindPosted) -> HandState:
     p, a = e.player, e.amount
     s.stacks = _set(s.stacks, p, s.stacks[p] - a)
     s.bets = _set(s.bets, p, s.bets[p] + a)
@@ -176,8 +175,10 @@ def _apply_blind(state: HandState, e: BlindPosted) -> HandState:
     return s
 
 
-def _apply_hole(state: HandState, e: HoleCardsDealt) -> HandState:
-    s = state.copy()
+def _apply_hole(s: HandState, e: HoleCardsDealt) -> HandState:
+    for c in e.cards:
+        if c >= 0:
+            s.dealt |= 1 << c
     s.hole = (*s.hole[: e.player], tuple(e.cards), *s.hole[e.player + 1 :])
     if all(s.hole):
         s.street = 0
@@ -185,8 +186,10 @@ def _apply_hole(state: HandState, e: HoleCardsDealt) -> HandState:
     return s
 
 
-def _apply_board(state: HandState, e: BoardDealt) -> HandState:
-    s = state.copy()
+def _apply_board(s: HandState, e: BoardDealt) -> HandState:
+    for c in e.cards:
+        if c >= 0:
+            s.dealt |= 1 << c
     s.board = s.board + tuple(e.cards)
     s.street = e.street
     if s.runout:
@@ -198,22 +201,19 @@ def _apply_board(state: HandState, e: BoardDealt) -> HandState:
     return s
 
 
-def _apply_fold(state: HandState, e: Folded) -> HandState:
-    s = state.copy()
+def _apply_fold(s: HandState, e: Folded) -> HandState:
     s.folded = _setb(s.folded, e.player, True)
     s.to_act = s.to_act[1:]
     return s
 
 
-def _apply_check(state: HandState, e: Checked) -> HandState:
-    s = state.copy()
+def _apply_check(s: HandState, e: Checked) -> HandState:
     s.acted_level = _set(s.acted_level, e.player, max(s.bets))
     s.to_act = s.to_act[1:]
     return s
 
 
-def _apply_call(state: HandState, e: Called) -> HandState:
-    s = state.copy()
+def _apply_call(s: HandState, e: Called) -> HandState:
     p, a = e.player, e.amount
     s.stacks = _set(s.stacks, p, s.stacks[p] - a)
     s.bets = _set(s.bets, p, s.bets[p] + a)
@@ -223,8 +223,7 @@ def _apply_call(state: HandState, e: Called) -> HandState:
     return s
 
 
-def _apply_wager(state: HandState, e: BetPlaced | Raised) -> HandState:
-    s = state.copy()
+def _apply_wager(s: HandState, e: BetPlaced | Raised) -> HandState:
     p, to = e.player, e.to
     top = max(s.bets)
     delta = to - s.bets[p]
@@ -244,8 +243,7 @@ def _apply_wager(state: HandState, e: BetPlaced | Raised) -> HandState:
     return s
 
 
-def _apply_uncalled(state: HandState, e: UncalledBetReturned) -> HandState:
-    s = state.copy()
+def _apply_uncalled(s: HandState, e: UncalledBetReturned) -> HandState:
     p, a = e.player, e.amount
     s.stacks = _set(s.stacks, p, s.stacks[p] + a)
     s.bets = _set(s.bets, p, s.bets[p] - a)
@@ -253,8 +251,7 @@ def _apply_uncalled(state: HandState, e: UncalledBetReturned) -> HandState:
     return s
 
 
-def _apply_round_closed(state: HandState, e: RoundClosed) -> HandState:
-    s = state.copy()
+def _apply_round_closed(s: HandState, e: RoundClosed) -> HandState:
     n = s.n
     s.bets = (0,) * n
     s.to_act = ()
@@ -278,8 +275,10 @@ def _apply_round_closed(state: HandState, e: RoundClosed) -> HandState:
     return s
 
 
-def _apply_shown(state: HandState, e: HandShown) -> HandState:
-    s = state.copy()
+def _apply_shown(s: HandState, e: HandShown) -> HandState:
+    for c in e.cards:
+        if c >= 0:
+            s.dealt |= 1 << c
     p = e.player
     s.hole = (*s.hole[:p], tuple(e.cards), *s.hole[p + 1 :])
     s.shown = _setb(s.shown, p, True)
@@ -289,15 +288,13 @@ def _apply_shown(state: HandState, e: HandShown) -> HandState:
     return s
 
 
-def _apply_mucked(state: HandState, e: HandMucked) -> HandState:
-    s = state.copy()
+def _apply_mucked(s: HandState, e: HandMucked) -> HandState:
     s.mucked = _setb(s.mucked, e.player, True)
     s.showdown_queue = s.showdown_queue[1:]
     return s
 
 
-def _apply_awarded(state: HandState, e: PotAwarded) -> HandState:
-    s = state.copy()
+def _apply_awarded(s: HandState, e: PotAwarded) -> HandState:
     stacks, won = list(s.stacks), list(s.winnings)
     for p, share in zip(e.winners, e.shares, strict=True):
         stacks[p] += share
@@ -307,8 +304,7 @@ def _apply_awarded(state: HandState, e: PotAwarded) -> HandState:
     return s
 
 
-def _apply_ended(state: HandState, e: HandEnded) -> HandState:
-    s = state.copy()
+def _apply_ended(s: HandState, e: HandEnded) -> HandState:
     s.phase = Phase.COMPLETE
     s.showdown_queue = ()
     return s
@@ -343,7 +339,7 @@ def apply(state: HandState | None, event: Event) -> HandState:
         return _apply_started(state, event)
     if state is None:
         raise ValueError("the first event of a hand must be HandStarted")
-    return _APPLY[type(event)](state, event)
+    return _APPLY[type(event)](state.copy(), event)
 
 
 def replay(events: Iterable[Event]) -> HandState:
@@ -509,18 +505,16 @@ def _decide_betting(s: HandState, cmd: Command) -> Event:
 
 
 def _check_cards(s: HandState, cards: tuple[int, ...], cmd: object) -> None:
-    seen = {c for h in s.hole for c in h}
-    seen.update(s.board)
-    seen.discard(_UNKNOWN)
-    new: set[int] = set()
+    seen = s.dealt
     for c in cards:
         if type(c) is not int or not -1 <= c < 52:
             raise _reject(f"not a card: {c!r}", cmd)
         if c == _UNKNOWN:
             continue
-        if c in seen or c in new:
+        bit = 1 << c
+        if seen & bit:
             raise _reject(f"card {c} was already dealt", cmd)
-        new.add(c)
+        seen |= bit
 
 
 def _decide_primary(s: HandState, cmd: Command) -> list[Event]:
@@ -587,9 +581,7 @@ def _decide_primary(s: HandState, cmd: Command) -> list[Event]:
                 known = [c for c in cards if c != _UNKNOWN]
                 if any(c not in given for c in known):
                     raise _reject("shown cards differ from the cards dealt", cmd)
-                others = s.copy()
-                others.hole = (*s.hole[:p], (), *s.hole[p + 1 :])
-                _check_cards(others, tuple(c for c in given if c not in known), cmd)
+                _check_cards(s, tuple(c for c in given if c not in known), cmd)
                 cards = given
             elif sorted(given) != sorted(cards):
                 raise _reject("shown cards differ from the cards dealt", cmd)
@@ -694,7 +686,7 @@ def step(state: HandState, command: Command) -> tuple[HandState, list[Event]]:
     ``state`` is never modified either way.
     """
     events = _decide_primary(state, command)
-    s = state
+    s = state.copy()  # private working copy: the apply functions update it in place
     for e in events:
         s = _APPLY[type(e)](s, e)
     while True:

@@ -90,7 +90,7 @@ class HandState:
     the current round included); ``bets`` only the current round. ``acted_level[i]`` is the
     highest bet when ``i`` last acted this round (``-1``: not yet). ``shown_rank[i]`` is the
     evaluator rank of a shown hand, ``-1`` not shown (or unknown cards), and ``mucked[i]``
-    marks a hand given up at showdown.
+    marks a hand given up at showdown. ``dealt`` is a bitmask of the known cards dealt.
     """
 
     __slots__ = (
@@ -101,6 +101,7 @@ class HandState:
         "cbr",
         "committed",
         "config",
+        "dealt",
         "folded",
         "hole",
         "min_bet",
@@ -120,6 +121,7 @@ class HandState:
     config: HandConfig
     n: int
     min_bet: int
+    dealt: int
     phase: Phase
     street: int
     stacks: tuple[int, ...]
@@ -149,6 +151,7 @@ class HandState:
         new.cbr = self.cbr
         new.committed = self.committed
         new.config = self.config
+        new.dealt = self.dealt
         new.folded = self.folded
         new.hole = self.hole
         new.min_bet = self.min_bet

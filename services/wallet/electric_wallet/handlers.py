@@ -98,8 +98,10 @@ class Wallet:
                     before = copy.deepcopy(ledger)
                     result, events = decide(ledger, self.clock())
                     if events:
-                        self._append(conn, events)
+                        # Projections first, the append last: the event store's global
+                        # position lock is then held only for the append and the commit.
                         store.save(conn, before, events)
+                        self._append(conn, events)
                     return result
             except Exception as exc:
                 if not _retryable(exc) or attempt == self.max_attempts:

@@ -10,6 +10,7 @@ replaces the tables with the fold (disaster recovery, schema changes).
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -76,15 +77,26 @@ def rebuild_and_compare(engine: Engine, events: EventStore) -> list[str]:
         want_t, got_t = fold.ledger.transfers.get(tid), transfers.get(tid)
         if want_t != got_t:
             diffs.append(f"transfer {tid}: events say {want_t}, projection has {got_t}")
-    if len(entries) != len(fold.entries):
-        diffs.append(
-            f"statement: events give {len(fold.entries)} entries, table has {len(entries)}"
-        )
-    for i, (want_e, got_e) in enumerate(zip(fold.entries, entries, strict=False)):
-        got_cmp = store.Entry(**{**vars(got_e), "entry_id": 0})
-        if want_e != got_cmp:
-            diffs.append(f"statement entry #{i}: events say {want_e}, table has {got_e}")
-            break
+    # Statement lines are compared per account, in order: the order of lines within one
+    # account is the order of the locked commits on it (entry ids across accounts are
+    # allocated before the global position lock and may interleave differently).
+    want_by: dict[str, list[store.Entry]] = defaultdict(list)
+    got_by: dict[str, list[store.Entry]] = defaultdict(list)
+    for e in fold.entries:
+        want_by[e.account_id].append(e)
+    for e in entries:
+        got_by[e.account_id].append(store.Entry(**{**vars(e), "entry_id": 0}))
+    for aid in sorted(set(want_by) | set(got_by)):
+        want_l, got_l = want_by.get(aid, []), got_by.get(aid, [])
+        if want_l != got_l:
+            first = next(
+                (i for i, (a, b) in enumerate(zip(want_l, got_l, strict=False)) if a != b),
+                min(len(want_l), len(got_l)),
+            )
+            diffs.append(
+                f"statement of {aid}: {len(want_l)} lines from events, {len(got_l)} in the "
+                f"table, first difference at line {first}"
+            )
     return diffs
 
 

@@ -184,3 +184,66 @@ def test_apply_records_in_the_callers_transaction(engine: Engine) -> None:
     with engine.begin() as conn:
         assert not consumer.apply(conn, env)
         assert IdempotentConsumer("other").apply(conn, env)
+
+
+async def test_transient_failures_retry_until_they_pass(engine: Engine) -> None:
+    from sqlalchemy.exc import OperationalError
+
+    store = EventStore(engine, producer="testsvc")
+    store.append_in_new_tx("t-1", ANY, [wrappers_pb2.StringValue(value="x")])
+    bus = InProcessBus()
+    await OutboxRelay(engine, bus).drain()
+    failures = [OperationalError("SELECT 1", {}, Exception("db away"))] * 5
+
+    def flaky(conn: Connection, envelope: Envelope) -> None:
+        if failures:
+            raise failures.pop()
+        record_effect(conn, envelope)
+
+    worker = ConsumerWorker(
+        engine=engine,
+        bus=bus,
+        consumer=IdempotentConsumer("test.flaky"),
+        topics=[TOPIC],
+        effect=flaky,
+        max_attempts=2,
+        retry_delay=0.001,
+    )
+    stop = asyncio.Event()
+    task = asyncio.create_task(worker.run(stop))
+    await run_until(lambda: bus.committed("test.flaky", TOPIC) == 1, task)
+    stop.set()
+    await task
+    # Five transient failures > max_attempts, yet no dead letter: transient means "wait".
+    assert (worker.applied, worker.dead_lettered) == (1, 0)
+    assert len(count_effects(engine)) == 1
+
+
+async def test_restart_with_a_fresh_in_process_bus_loses_nothing(engine: Engine) -> None:
+    store = EventStore(engine, producer="testsvc")
+    for i in range(6):
+        store.append_in_new_tx(f"r-{i % 2}", ANY, [wrappers_pb2.StringValue(value=str(i))])
+    first_bus = InProcessBus()
+    await OutboxRelay(engine, first_bus, batch_size=4).drain()
+    worker = ConsumerWorker(
+        engine=engine,
+        bus=first_bus,
+        consumer=IdempotentConsumer("test.restart"),
+        topics=[TOPIC],
+        effect=record_effect,
+    )
+    for message in [m async for m in first_bus.read_topic(TOPIC)][:3]:
+        await worker.handle(message)  # "crash" after three of six were applied
+    second_bus = InProcessBus()  # the process restarted: the in-memory topics are gone
+    assert await OutboxRelay(engine, second_bus, batch_size=4).republish_all() == 6
+    again = ConsumerWorker(
+        engine=engine,
+        bus=second_bus,
+        consumer=IdempotentConsumer("test.restart"),
+        topics=[TOPIC],
+        effect=record_effect,
+    )
+    for message in [m async for m in second_bus.read_topic(TOPIC)]:
+        await again.handle(message)
+    assert (again.applied, again.skipped) == (3, 3)
+    assert len(count_effects(engine)) == 6 and set(count_effects(engine).values()) == {1}

@@ -624,3 +624,26 @@ def test_player_view_is_private_and_complete(table: Table) -> None:
     v1 = table.t.view(1, 5_000)
     assert v1.finished and dict(v1.shown)[2] == ("As", "Ah")
     assert v1.prizes_cents == (0, 0, 200)
+
+
+def test_selection_cleared_when_the_hand_ends_before_the_turn(table: Table) -> None:
+    """rule=seed 000 §5.b: a pre-turn action lives until the player's turn in that round;
+    if the round/hand ends first it is cleared."""
+    table.deal(1_000)
+    _sel(table, 1, PreAction.CHECK, 1_100)  # BB
+    table.act(2, "fold", 2_000)
+    ev = table.act(0, "fold", 3_000)  # BB wins uncontested, never got a turn
+    assert of(ev, PreActionUnselected) == [PreActionUnselected(1, "round_end", 3_000)]
+    assert table.t.state.seats[1].preaction is None
+
+
+def test_explicit_timeouts_walk_action_timer_then_bank(table: Table) -> None:
+    """rule=seed 000 "Action Timer"/"Time Bank": Timeout inputs, one per expired timer."""
+    _to_flop_with_button_call(table)
+    ev = table.t.handle(Timeout(2, 16_000))
+    assert of(ev, TimeBankStarted) == [TimeBankStarted(2, 16_000, 26_000)]
+    with pytest.raises(Rejected):
+        table.t.handle(Timeout(2, 25_999))
+    ev = table.t.handle(Timeout(2, 26_000))
+    assert of(ev, TimedOut) == [TimedOut(2, 26_000)]
+    assert of(ev, ActionTaken)[0].move == "fold"

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import Connection, case, func, insert, select
 
@@ -141,13 +144,23 @@ class MyTableRow:
     multiplier: int
     prize_pool_cents: int
     entry_ids: tuple[str, ...]
+    current_hand_number: int = 0
+    positions_paid: int = 0
+    payouts_cents: tuple[int, ...] = ()
+    commitment: str = ""
+    seed_hex: str = ""
+    paytable_version: str = ""
+    entries: tuple[EntryRow, ...] = ()
+
+
+ACTIVE_STATUSES = ("registering", "filled", "running")
 
 
 def my_tables(
     conn: Connection, player_id: str, *, include_finished: bool, offset: int, limit: int
 ) -> list[MyTableRow]:
     """Tables where ``player_id`` holds entries (not unregistered), newest first."""
-    statuses = ["registering", "running"] + (["finished", "cancelled"] if include_finished else [])
+    statuses = list(ACTIVE_STATUSES) + (["finished", "cancelled"] if include_finished else [])
     rows = conn.execute(
         select(
             t.tables.c.table_id,
@@ -159,7 +172,18 @@ def my_tables(
             t.tables.c.status,
             t.tables.c.multiplier,
             t.tables.c.prize_pool_cents,
+            t.tables.c.current_hand_number,
+            t.tables.c.positions_paid,
+            t.tables.c.payouts_json,
+            t.tables.c.multiplier_seed_commitment,
+            t.tables.c.multiplier_seed,
+            t.tables.c.paytable_version,
             t.entries.c.entry_id,
+            t.entries.c.player_id,
+            t.entries.c.seat,
+            t.entries.c.status.label("entry_status"),
+            t.entries.c.wallet_transfer_id,
+            t.entries.c.registered_at,
             t.tables.c.opened_at,
         )
         .select_from(
@@ -177,7 +201,8 @@ def my_tables(
     grouped: dict[str, MyTableRow] = {}
     for r in rows:
         prev = grouped.get(r.table_id)
-        entries = (*prev.entry_ids, r.entry_id) if prev else (r.entry_id,)
+        entry = _entry(r, tier_id=r.tier_id, buy_in_cents=int(r.buy_in_cents))
+        revealed = r.status != "registering"
         grouped[r.table_id] = MyTableRow(
             table_id=r.table_id,
             table_name=r.table_name,
@@ -188,6 +213,77 @@ def my_tables(
             status=r.status,
             multiplier=int(r.multiplier),
             prize_pool_cents=int(r.prize_pool_cents),
-            entry_ids=entries,
+            entry_ids=(*prev.entry_ids, r.entry_id) if prev else (r.entry_id,),
+            current_hand_number=int(r.current_hand_number),
+            positions_paid=int(r.positions_paid),
+            payouts_cents=tuple(int(x) for x in json.loads(r.payouts_json or "[]")),
+            commitment=r.multiplier_seed_commitment,
+            # The seed stays secret until the table filled.
+            seed_hex=r.multiplier_seed if revealed else "",
+            paytable_version=r.paytable_version,
+            entries=(*prev.entries, entry) if prev else (entry,),
         )
     return list(grouped.values())[offset : offset + limit]
+
+
+@dataclass(frozen=True)
+class EntryRow:
+    """One entry as the API shows it."""
+
+    entry_id: str
+    player_id: str
+    table_id: str
+    tier_id: str
+    seat: int
+    buy_in_cents: int
+    status: str
+    wallet_transfer_id: str
+    registered_at: datetime
+
+
+def _entry(r: Any, *, tier_id: str, buy_in_cents: int) -> EntryRow:
+    m = r._mapping
+    return EntryRow(
+        entry_id=m["entry_id"],
+        player_id=m["player_id"],
+        table_id=m["table_id"],
+        tier_id=tier_id,
+        seat=int(m["seat"]),
+        buy_in_cents=buy_in_cents,
+        status=m["entry_status"] if "entry_status" in m else m["status"],
+        wallet_transfer_id=m["wallet_transfer_id"],
+        registered_at=m["registered_at"],
+    )
+
+
+def entries_by_id(conn: Connection, entry_ids: Sequence[str]) -> list[EntryRow]:
+    """Entries with their tier and buy-in, in the order of ``entry_ids``."""
+    if not entry_ids:
+        return []
+    rows = conn.execute(
+        select(t.entries, t.tables.c.tier_id, t.tiers.c.buy_in_cents)
+        .select_from(
+            t.entries.join(t.tables, t.tables.c.table_id == t.entries.c.table_id).join(
+                t.tiers, t.tiers.c.tier_id == t.tables.c.tier_id
+            )
+        )
+        .where(t.entries.c.entry_id.in_(list(entry_ids)))
+    ).all()
+    by_id = {
+        r.entry_id: _entry(r, tier_id=r.tier_id, buy_in_cents=int(r.buy_in_cents)) for r in rows
+    }
+    return [by_id[e] for e in entry_ids if e in by_id]
+
+
+def table_players(conn: Connection, table_ids: Sequence[str]) -> set[str]:
+    """Players holding active entries at any of ``table_ids``."""
+    if not table_ids:
+        return set()
+    return set(
+        conn.execute(
+            select(t.entries.c.player_id).where(
+                t.entries.c.table_id.in_(list(table_ids)),
+                t.entries.c.status != "unregistered",
+            )
+        ).scalars()
+    )

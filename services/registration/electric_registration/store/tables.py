@@ -1,9 +1,17 @@
 """Registration's tables. All names start with ``registration_``; no other service reads them.
 
-- ``registration_tiers``: the lobby catalogue (buy-in tiers), seeded by migration 0001.
-- ``registration_tables``: sit-and-go tables (one open table per tier at least). The
-  multiplier seed is kept here, secret, until the table fills (only its SHA-256 is public).
-- ``registration_entries``: seats bought by players.
+- ``registration_tiers``: the lobby catalogue (buy-in tiers), seeded by migration 0001 and
+  kept in line with the tournament configuration at start-up.
+- ``registration_tables``: sit-and-go tables. The multiplier seed is kept here, secret, until
+  the table fills (only its SHA-256 is public). ``status``: registering → filled (buy-ins
+  being posted) → running (TournamentStarted published) → finished.
+- ``registration_entries``: seats bought by players (at most one active entry per player and
+  table, one per seat: partial unique indexes).
+- ``registration_requests``: one row per Register request id and player (idempotency and
+  crash recovery of the reservations made before seats are taken).
+- ``registration_wallet_ops``: wallet calls owed after a committed decision (posting the
+  buy-ins of a filled table, voiding an unregistered entry), done in order and retried until
+  they succeed.
 """
 
 from __future__ import annotations
@@ -17,9 +25,12 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
+    Text,
+    text,
 )
 
 #: Alembic revisions of registration's own tables.
@@ -47,7 +58,7 @@ tables = Table(
     Column("table_id", String(64), primary_key=True),
     Column("tier_id", String(64), ForeignKey("registration_tiers.tier_id"), nullable=False),
     Column("table_name", String(200), nullable=False),
-    #: registering | running | finished | cancelled
+    #: registering | filled | running | finished | cancelled
     Column("status", String(32), nullable=False),
     Column("seats", Integer, nullable=False),
     Column("players_registered", Integer, nullable=False),
@@ -58,6 +69,16 @@ tables = Table(
     Column("prize_pool_cents", BigInteger, nullable=False),
     Column("stream_version", BigInteger, nullable=False),
     Column("opened_at", DateTime(timezone=True), nullable=False),
+    # migration 0002
+    Column("current_hand_number", BigInteger, nullable=False, server_default=text("0")),
+    Column("positions_paid", Integer, nullable=False, server_default=text("0")),
+    #: JSON list of place amounts in cents, set at fill.
+    Column("payouts_json", Text, nullable=False, server_default=text("'[]'")),
+    #: Serialized TournamentStarted, built at fill, appended once the buy-ins are posted.
+    Column("tournament_started", LargeBinary, nullable=True),
+    Column("filled_at", DateTime(timezone=True), nullable=True),
+    Column("started_at", DateTime(timezone=True), nullable=True),
+    Column("finished_at", DateTime(timezone=True), nullable=True),
     Index("ix_registration_tables_tier_status", "tier_id", "status"),
 )
 
@@ -74,4 +95,66 @@ entries = Table(
     Column("request_id", String(200), nullable=False),
     Column("registered_at", DateTime(timezone=True), nullable=False),
     Index("ix_registration_entries_player", "player_id", "status"),
+    Index(
+        "ux_registration_entries_table_player",
+        "table_id",
+        "player_id",
+        unique=True,
+        postgresql_where=text("status <> 'unregistered'"),
+        sqlite_where=text("status <> 'unregistered'"),
+    ),
+    Index(
+        "ux_registration_entries_table_seat",
+        "table_id",
+        "seat",
+        unique=True,
+        postgresql_where=text("status <> 'unregistered'"),
+        sqlite_where=text("status <> 'unregistered'"),
+    ),
+)
+
+requests = Table(
+    "registration_requests",
+    metadata,
+    #: sha256(player_id NUL request_id), hex.
+    Column("request_key", String(64), primary_key=True),
+    Column("player_id", String(200), nullable=False),
+    Column("request_id", String(200), nullable=False),
+    Column("tier_id", String(64), nullable=False),
+    Column("entries", Integer, nullable=False),
+    #: 1, 2, ...: a failed attempt may be retried under the same request id (new entry ids).
+    Column("attempt", Integer, nullable=False),
+    #: reserving | voiding | completed | failed
+    Column("status", String(16), nullable=False),
+    #: Comma-separated entry ids of the completed attempt.
+    Column("entry_ids", Text, nullable=False),
+    Column("error", Text, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+    Index("ix_registration_requests_status", "status", "updated_at"),
+)
+
+wallet_ops = Table(
+    "registration_wallet_ops",
+    metadata,
+    #: ``<kind>:<transfer_id>``.
+    Column("op_id", String(300), primary_key=True),
+    Column("table_id", String(64), nullable=False),
+    Column("entry_id", String(64), nullable=False),
+    #: Order of execution within the table (post before the moves out of the escrow).
+    Column("seq", Integer, nullable=False),
+    #: post | move | void
+    Column("kind", String(16), nullable=False),
+    Column("transfer_id", String(200), nullable=False),
+    Column("from_account", String(200), nullable=False),
+    Column("to_account", String(200), nullable=False),
+    Column("amount_cents", BigInteger, nullable=False),
+    Column("code", String(64), nullable=False),
+    #: pending | done
+    Column("status", String(16), nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("last_error", Text, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("done_at", DateTime(timezone=True), nullable=True),
+    Index("ix_registration_wallet_ops_status", "status", "table_id", "seq"),
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection, insert, select, update
 
 from electric_table.store import tables as t
 
@@ -106,3 +106,122 @@ def insert_table(
                 for s in seats
             ],
         )
+
+
+@dataclass(frozen=True)
+class RequestRow:
+    """The recorded outcome of a command (``code`` "OK" or a gRPC status name)."""
+
+    rpc: str
+    code: str
+    message: str
+    stream_version: int
+
+
+def get_request(
+    conn: Connection, table_id: str, player_id: str, request_id: str
+) -> RequestRow | None:
+    """The recorded outcome of ``request_id`` of ``player_id`` at ``table_id``, if any."""
+    row = conn.execute(
+        select(t.requests).where(
+            t.requests.c.table_id == table_id,
+            t.requests.c.player_id == player_id,
+            t.requests.c.request_id == request_id,
+        )
+    ).first()
+    if row is None:
+        return None
+    return RequestRow(row.rpc, row.code, row.message, int(row.stream_version))
+
+
+def insert_request(
+    conn: Connection,
+    *,
+    table_id: str,
+    player_id: str,
+    request_id: str,
+    rpc: str,
+    code: str,
+    message: str,
+    stream_version: int,
+    at: datetime,
+) -> None:
+    """Record a command's outcome (same transaction as its events)."""
+    conn.execute(
+        insert(t.requests).values(
+            table_id=table_id,
+            player_id=player_id,
+            request_id=request_id,
+            rpc=rpc,
+            code=code,
+            message=message,
+            stream_version=stream_version,
+            created_at=at,
+        )
+    )
+
+
+def insert_deck_seed(conn: Connection, table_id: str, hand_number: int, seed_hex: str) -> None:
+    """Keep a hand's deck seed (withheld from the published events until the hand ends)."""
+    conn.execute(
+        insert(t.deck_seeds).values(table_id=table_id, hand_number=hand_number, seed_hex=seed_hex)
+    )
+
+
+def deck_seeds(conn: Connection, table_id: str) -> dict[int, str]:
+    """Every kept deck seed of ``table_id`` by hand number."""
+    rows = conn.execute(
+        select(t.deck_seeds.c.hand_number, t.deck_seeds.c.seed_hex).where(
+            t.deck_seeds.c.table_id == table_id
+        )
+    ).all()
+    return {int(r.hand_number): r.seed_hex for r in rows}
+
+
+def put_multiplier_seed(conn: Connection, table_id: str, seed_hex: str, multiplier: int) -> None:
+    """Remember the multiplier seed revealed by TableFilled (first one wins)."""
+    if get_multiplier_seed(conn, table_id) is None:
+        conn.execute(
+            insert(t.multiplier_seeds).values(
+                table_id=table_id, seed_hex=seed_hex, multiplier=multiplier
+            )
+        )
+
+
+def get_multiplier_seed(conn: Connection, table_id: str) -> str | None:
+    """The revealed multiplier seed of ``table_id``, if TableFilled was seen."""
+    row = conn.execute(
+        select(t.multiplier_seeds.c.seed_hex).where(t.multiplier_seeds.c.table_id == table_id)
+    ).first()
+    return None if row is None else str(row.seed_hex)
+
+
+def update_table(
+    conn: Connection,
+    table_id: str,
+    *,
+    stream_version: int,
+    status: str | None = None,
+    stacks: dict[int, int] | None = None,
+) -> None:
+    """Move the read model forward (same transaction as the events)."""
+    values: dict[str, object] = {"stream_version": stream_version}
+    if status is not None:
+        values["status"] = status
+    conn.execute(update(t.tables).where(t.tables.c.table_id == table_id).values(**values))
+    for seat, stack in (stacks or {}).items():
+        conn.execute(
+            update(t.seats)
+            .where(t.seats.c.table_id == table_id, t.seats.c.seat == seat)
+            .values(stack=stack)
+        )
+
+
+def live_table_ids(conn: Connection) -> list[str]:
+    """Tables whose tournament is not finished (rebuilt and resumed at start-up)."""
+    rows = conn.execute(
+        select(t.tables.c.table_id)
+        .where(t.tables.c.status.in_(("starting", "running")))
+        .order_by(t.tables.c.created_at)
+    ).all()
+    return [r.table_id for r in rows]

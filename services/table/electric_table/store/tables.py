@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sqlalchemy import BigInteger, Column, DateTime, Integer, MetaData, String, Table
+from sqlalchemy import BigInteger, Column, DateTime, Integer, MetaData, String, Table, Text
 
 #: Alembic revisions of the table service's own tables.
 VERSIONS_DIR = Path(__file__).resolve().parent / "migrations" / "versions"
@@ -39,4 +39,37 @@ seats = Table(
     Column("entry_id", String(64), nullable=False),
     Column("display_name", String(200), nullable=False),
     Column("stack", BigInteger, nullable=False),
+)
+
+#: Command de-duplication: one row per (table, player, request id), written in the same
+#: transaction as the command's events (or with the refusal's code when it was refused).
+requests = Table(
+    "table_requests",
+    metadata,
+    Column("table_id", String(64), primary_key=True),
+    Column("player_id", String(200), primary_key=True),
+    Column("request_id", String(200), primary_key=True),
+    Column("rpc", String(32), nullable=False),
+    Column("code", String(32), nullable=False),
+    Column("message", Text, nullable=False),
+    Column("stream_version", BigInteger, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)
+
+#: Deck seeds withheld from the published events until their hand ends (replay needs them).
+deck_seeds = Table(
+    "table_deck_seeds",
+    metadata,
+    Column("table_id", String(64), primary_key=True),
+    Column("hand_number", BigInteger, primary_key=True),
+    Column("seed_hex", String(128), nullable=False),
+)
+
+#: Multiplier seeds revealed by registration's TableFilled (TournamentStarted may lack it).
+multiplier_seeds = Table(
+    "table_multiplier_seeds",
+    metadata,
+    Column("table_id", String(64), primary_key=True),
+    Column("seed_hex", String(128), nullable=False),
+    Column("multiplier", BigInteger, nullable=False),
 )

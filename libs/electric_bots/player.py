@@ -1,0 +1,543 @@
+"""One bot player: a real gRPC client of the public APIs, driven by a pure strategy.
+
+Life of a bot (:meth:`BotPlayer.run`):
+
+1. its wallet is funded through the wallet's operator ``Deposit`` RPC (the runner holds an
+   operator token, like a cashier would; the bot itself only has a player token);
+2. it registers entries at its tier (``RegistrationService.Register``) while the runner
+   allows, keeping at most ``max_active`` entries open;
+3. ``WatchMyTables`` tells it when its tables change; for each entry it watches the table
+   (``TableService.WatchTable``) and, whenever the view says it is its turn, asks the
+   strategy and answers with ``Act`` quoting the hand number and action sequence it saw
+   (or lets the timer run, or ``SitOut``/``SitIn``, or selects a pre-turn action);
+4. when asked to drain it stops registering, unregisters entries whose table is still
+   waiting, and plays its running tables to the end.
+
+Nothing here reads a service's database or bus: what a bot knows, a human client could know.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import grpc
+from electric.common.v1 import errors_pb2
+from electric.registration.v1 import registration_pb2, registration_pb2_grpc
+from electric.table.v1 import table_pb2, table_pb2_grpc
+from electric.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from electric_domain.tournament.bots import Bot, Decide, GoSitOut
+from electric_platform.auth import Role, TokenSource
+from electric_platform.context import outgoing_metadata
+from electric_platform.errors import error_detail
+from electric_platform.log import get_logger
+
+from electric_bots.views import (
+    act_fields,
+    context_from_view,
+    is_my_turn,
+    my_seat,
+    offered_pre_actions,
+    pre_action_type,
+)
+
+T = TypeVar("T")
+
+_log = get_logger("electric.bots")
+
+#: Status codes a bot waits out and retries (the server restarts, a table not started yet).
+_TRANSIENT = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
+
+
+@dataclass
+class BotStats:
+    """Counters shared by every bot of a runner (one event loop: no locking needed)."""
+
+    registrations: int = 0
+    entries: int = 0
+    unregistered: int = 0
+    actions: int = 0
+    timeouts_let_run: int = 0
+    sit_outs: int = 0
+    sit_ins: int = 0
+    pre_actions: int = 0
+    stale_commands: int = 0
+    errors: int = 0
+    unimplemented: int = 0
+    #: Cents deposited per player (through the operator Deposit RPC).
+    deposits: dict[str, int] = field(default_factory=dict)
+    #: Tables a bot saw reach TABLE_STATUS_FINISHED.
+    tables_finished: set[str] = field(default_factory=set)
+    #: Tables a bot played (saw running with its seat).
+    tables_played: set[str] = field(default_factory=set)
+    #: Last error messages (bounded), for diagnostics.
+    last_errors: list[str] = field(default_factory=list)
+
+    def error(self, text: str) -> None:
+        """Count an unexpected error and keep its message."""
+        self.errors += 1
+        self.last_errors.append(text)
+        del self.last_errors[:-20]
+
+
+@dataclass(frozen=True)
+class Channels:
+    """One channel per service, shared by all bots (gRPC multiplexes calls on it)."""
+
+    registration: grpc.aio.Channel
+    table: grpc.aio.Channel
+    wallet: grpc.aio.Channel
+
+
+@dataclass(frozen=True)
+class BotSettings:
+    """How one bot behaves."""
+
+    player_id: str
+    tier_id: str
+    #: Entries per Register call (each at a different table).
+    entries: int = 1
+    #: At most this many of the bot's entries open (registering or playing) at once.
+    max_active: int = 1
+    #: First deposit in cents, and the top-up when a Register is refused for lack of funds.
+    deposit_cents: int = 100_000
+    #: Multiplies the strategy's thinking time (0 = answer at once).
+    think_scale: float = 0.0
+    #: Upper bound of one thinking pause in seconds.
+    max_think_seconds: float = 2.0
+
+
+def _code(err: grpc.aio.AioRpcError) -> grpc.StatusCode:
+    return err.code()
+
+
+def _short_of_money(err: grpc.aio.AioRpcError) -> bool:
+    """True when a refusal says the wallet lacks funds (detail or message)."""
+    return (
+        error_detail(err, errors_pb2.InsufficientFunds()) or "fund" in (err.details() or "").lower()
+    )
+
+
+class BotPlayer:
+    """A bot playing through the public gRPC APIs (see the module docstring)."""
+
+    def __init__(
+        self,
+        settings: BotSettings,
+        strategy: Bot,
+        rng: random.Random,
+        channels: Channels,
+        *,
+        secret: str,
+        operator: TokenSource,
+        stats: BotStats,
+        may_register: Callable[[], bool],
+        draining: asyncio.Event,
+        stop: asyncio.Event,
+    ) -> None:
+        self.settings = settings
+        self.player_id = settings.player_id
+        self.strategy = strategy
+        self.rng = rng
+        self._tokens = TokenSource(secret, settings.player_id, Role.PLAYER)
+        self._operator = operator
+        self._stats = stats
+        self._may_register = may_register
+        self._draining = draining
+        self._stop = stop
+        self._registration = registration_pb2_grpc.RegistrationServiceStub(channels.registration)
+        self._table = table_pb2_grpc.TableServiceStub(channels.table)
+        self._wallet = wallet_pb2_grpc.WalletServiceStub(channels.wallet)
+        #: Table id -> entry id of the bot's open entries.
+        self._open: dict[str, str] = {}
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._changed = asyncio.Event()
+        self._my_tables: dict[str, registration_pb2.MyTable] = {}
+        self._deposit_no = 0
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    def _md(self) -> tuple[tuple[str, str], ...]:
+        return outgoing_metadata(self._tokens.token())
+
+    async def _sleep(self, seconds: float) -> bool:
+        """Sleep unless stopped first; True when stopped."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stop.wait(), timeout=seconds)
+        return self._stop.is_set()
+
+    async def _retry(self, fn: Callable[[], Awaitable[T]], what: str) -> T | None:
+        """Call ``fn`` until it succeeds, retrying transient failures; None when stopped."""
+        delay = 0.2
+        while not self._stop.is_set():
+            try:
+                return await fn()
+            except grpc.aio.AioRpcError as err:
+                if _code(err) not in _TRANSIENT:
+                    raise
+                _log.debug("bot.retry", player=self.player_id, call=what, code=_code(err).name)
+            if await self._sleep(delay):
+                return None
+            delay = min(delay * 2, 5.0)
+        return None
+
+    # -- money -----------------------------------------------------------------------------
+
+    async def deposit(self, amount: int) -> None:
+        """Fund the bot's wallet through the operator Deposit RPC (idempotent by id)."""
+        self._deposit_no += 1
+        request = wallet_pb2.DepositRequest(
+            transfer_id=f"bot-deposit-{self.player_id}-{self._deposit_no}",
+            player_id=self.player_id,
+            amount=amount,
+            memo="bot bankroll",
+        )
+
+        async def call() -> wallet_pb2.DepositResponse:
+            response: wallet_pb2.DepositResponse = await self._wallet.Deposit(
+                request, metadata=outgoing_metadata(self._operator.token()), timeout=10
+            )
+            return response
+
+        response = await self._retry(call, "Deposit")
+        if response is not None and not response.replayed:
+            deposits = self._stats.deposits
+            deposits[self.player_id] = deposits.get(self.player_id, 0) + amount
+
+    async def ensure_funds(self) -> None:
+        """Deposit ``deposit_cents`` unless the wallet still holds half of it (a restart)."""
+
+        async def call() -> wallet_pb2.GetBalanceResponse:
+            response: wallet_pb2.GetBalanceResponse = await self._wallet.GetBalance(
+                wallet_pb2.GetBalanceRequest(), metadata=self._md(), timeout=10
+            )
+            return response
+
+        try:
+            balance = await self._retry(call, "GetBalance")
+        except grpc.aio.AioRpcError as err:
+            if _code(err) is not grpc.StatusCode.NOT_FOUND:
+                raise
+            balance = None  # a new player: no wallet yet
+        if balance is None or balance.balance.balance < self.settings.deposit_cents // 2:
+            await self.deposit(self.settings.deposit_cents)
+
+    async def _adopt(self) -> None:
+        """Pick up the entries this player already has (e.g. after a restart of the runner)."""
+
+        async def call() -> registration_pb2.ListMyTablesResponse:
+            response: registration_pb2.ListMyTablesResponse = await self._registration.ListMyTables(
+                registration_pb2.ListMyTablesRequest(), metadata=self._md(), timeout=10
+            )
+            return response
+
+        try:
+            mine = await self._retry(call, "ListMyTables")
+        except grpc.aio.AioRpcError as err:
+            self._stats.error(f"ListMyTables: {_code(err).name}: {err.details()}")
+            return
+        for table in mine.tables if mine is not None else ():
+            if table.my_entries and table.table_id not in self._open:
+                self._track(table.table_id, table.my_entries[0].entry_id)
+
+    def _track(self, table_id: str, entry_id: str) -> None:
+        self._open[table_id] = entry_id
+        self._tasks[table_id] = asyncio.create_task(
+            self._play(table_id), name=f"play-{self.player_id}-{table_id}"
+        )
+
+    # -- main loop -------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Deposit, then register and play until stopped (or drained and done)."""
+        try:
+            await self.ensure_funds()
+            await self._adopt()
+            watcher = asyncio.create_task(
+                self._watch_my_tables(), name=f"mytables-{self.player_id}"
+            )
+            try:
+                await self._register_loop()
+                await self._drain()
+            finally:
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await watcher
+        finally:
+            for task in self._tasks.values():
+                task.cancel()
+            for task in list(self._tasks.values()):
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+
+    async def _register_loop(self) -> None:
+        backoff = 0.5
+        while not self._stop.is_set() and not self._draining.is_set():
+            free = self.settings.max_active - len(self._open)
+            if free <= 0 or not self._may_register():
+                await self._wait_change(1.0)
+                continue
+            entries = max(1, min(self.settings.entries, free))
+            try:
+                ok = await self._register(entries)
+            except grpc.aio.AioRpcError as err:
+                ok = False
+                if _code(err) is grpc.StatusCode.UNIMPLEMENTED:
+                    self._stats.unimplemented += 1
+                    backoff = 5.0
+                elif _code(err) is grpc.StatusCode.FAILED_PRECONDITION and _short_of_money(err):
+                    await self.deposit(self.settings.deposit_cents)
+                else:
+                    self._stats.error(f"Register: {_code(err).name}: {err.details()}")
+            if ok:
+                backoff = 0.5
+            elif await self._sleep(backoff):
+                return
+            else:
+                backoff = min(backoff * 2, 5.0)
+
+    async def _register(self, entries: int) -> bool:
+        request = registration_pb2.RegisterRequest(
+            request_id=str(uuid.uuid4()), tier_id=self.settings.tier_id, entries=entries
+        )
+
+        async def call() -> registration_pb2.RegisterResponse:
+            response: registration_pb2.RegisterResponse = await self._registration.Register(
+                request, metadata=self._md(), timeout=15
+            )
+            return response
+
+        response = await self._retry(call, "Register")
+        if response is None:
+            return False
+        self._stats.registrations += 1
+        for entry in response.entries:
+            self._stats.entries += 1
+            self._track(entry.table_id, entry.entry_id)
+        return bool(response.entries)
+
+    async def _wait_change(self, timeout: float) -> None:
+        self._changed.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._changed.wait(), timeout=timeout)
+
+    async def _watch_my_tables(self) -> None:
+        """Follow the Multi-Table Bar; wake the table tasks when a table changes."""
+        while not self._stop.is_set():
+            try:
+                stream = self._registration.WatchMyTables(
+                    registration_pb2.WatchMyTablesRequest(), metadata=self._md()
+                )
+                async for snapshot in stream:
+                    self._my_tables = {t.table_id: t for t in snapshot.tables}
+                    self._changed.set()
+            except grpc.aio.AioRpcError as err:
+                if _code(err) not in _TRANSIENT and _code(err) is not grpc.StatusCode.CANCELLED:
+                    self._stats.error(f"WatchMyTables: {_code(err).name}: {err.details()}")
+            if await self._sleep(1.0):
+                return
+
+    async def _drain(self) -> None:
+        """Stop registering: withdraw entries still waiting, finish the running tables."""
+        if self._stop.is_set():
+            return
+        for table_id, entry_id in list(self._open.items()):
+            mine = self._my_tables.get(table_id)
+            if mine is not None and mine.status != registration_pb2.TABLE_STATUS_REGISTERING:
+                continue
+            try:
+                await self._registration.Unregister(
+                    registration_pb2.UnregisterRequest(
+                        request_id=str(uuid.uuid4()), entry_id=entry_id
+                    ),
+                    metadata=self._md(),
+                    timeout=15,
+                )
+            except grpc.aio.AioRpcError as err:
+                if _code(err) is grpc.StatusCode.FAILED_PRECONDITION:
+                    continue  # the table filled meanwhile: play it
+                self._stats.error(f"Unregister: {_code(err).name}: {err.details()}")
+                continue
+            self._stats.unregistered += 1
+            self._open.pop(table_id, None)
+            task = self._tasks.pop(table_id, None)
+            if task is not None:
+                task.cancel()
+        while self._tasks and not self._stop.is_set():
+            await asyncio.wait(list(self._tasks.values()), timeout=1.0)
+
+    # -- one table -------------------------------------------------------------------------
+
+    async def _play(self, table_id: str) -> None:
+        try:
+            await self._play_table(table_id)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a bug in a bot must not stop the others
+            self._stats.error(f"play {table_id}: {exc!r}")
+            _log.exception("bot.play_failed", player=self.player_id, table_id=table_id)
+        finally:
+            self._open.pop(table_id, None)
+            self._tasks.pop(table_id, None)
+            self._changed.set()
+
+    async def _play_table(self, table_id: str) -> None:
+        session = _TableSession(self, table_id)
+        while not self._stop.is_set():
+            try:
+                stream = self._table.WatchTable(
+                    table_pb2.WatchTableRequest(table_id=table_id), metadata=self._md()
+                )
+                async for update in stream:
+                    if await session.on_view(update.table):
+                        stream.cancel()
+                        return
+            except grpc.aio.AioRpcError as err:
+                code = _code(err)
+                if code is grpc.StatusCode.NOT_FOUND:
+                    # Not started on the table service yet: wait for My Tables to change.
+                    await self._wait_change(1.0)
+                    continue
+                if code is grpc.StatusCode.CANCELLED and self._stop.is_set():
+                    return
+                if code not in _TRANSIENT:
+                    self._stats.error(f"WatchTable: {code.name}: {err.details()}")
+            if session.done:
+                return
+            if await self._sleep(0.5):
+                return
+
+
+class _TableSession:
+    """What one bot remembers about one table while it plays there."""
+
+    def __init__(self, bot: BotPlayer, table_id: str) -> None:
+        self.bot = bot
+        self.table_id = table_id
+        self.answered: tuple[int, int] | None = None
+        self.pre_action_hand = 0
+        self.sat_out_requested = False
+        self.sit_in_hand = 0
+        self.done = False
+
+    async def on_view(self, view: table_pb2.TableView) -> bool:
+        """React to a new view; True when the bot is finished at this table."""
+        bot = self.bot
+        stats = bot._stats
+        seat = my_seat(view)
+        if view.status == table_pb2.TABLE_STATUS_FINISHED:
+            stats.tables_finished.add(self.table_id)
+            self.done = True
+            return True
+        if seat is None or view.status != table_pb2.TABLE_STATUS_RUNNING:
+            return False
+        stats.tables_played.add(self.table_id)
+        if seat.eliminated:
+            self.done = True
+            return True
+        hand_no = view.hand.hand_number if view.HasField("hand") else 0
+        if seat.sitting_out and hand_no != self.sit_in_hand and bot.strategy.wants_sit_in(hand_no):
+            self.sit_in_hand = hand_no
+            await self._command("SitIn", self._sit_in)
+            return False
+        if is_my_turn(view):
+            key = (view.hand.hand_number, view.hand.action_seq)
+            if key == self.answered:
+                return False
+            self.answered = key
+            await self._decide(view)
+            return False
+        offered = offered_pre_actions(view)
+        if offered and hand_no != self.pre_action_hand:
+            self.pre_action_hand = hand_no
+            choice = bot.strategy.pre_action(offered, bot.rng)
+            if choice is not None:
+                await self._command("SetPreAction", lambda: self._pre_action(view, choice))
+        return False
+
+    async def _decide(self, view: table_pb2.TableView) -> None:
+        bot = self.bot
+        decision = bot.strategy.decide(context_from_view(view), bot.rng)
+        if isinstance(decision, GoSitOut):
+            if (seat := my_seat(view)) and not seat.sitting_out:
+                await self._command("SitOut", self._sit_out)
+            return
+        if not isinstance(decision, Decide):
+            bot._stats.timeouts_let_run += 1  # TimeOut: let the action timer run
+            return
+        pause = min(
+            decision.think_ms / 1000 * bot.settings.think_scale, bot.settings.max_think_seconds
+        )
+        if pause > 0 and await bot._sleep(pause):
+            return
+        fields = act_fields(decision, view)
+        request = table_pb2.ActRequest(
+            request_id=str(uuid.uuid4()),
+            table_id=self.table_id,
+            hand_number=view.hand.hand_number,
+            action_seq=view.hand.action_seq,
+            action=fields.action,
+            amount=fields.amount,
+        )
+        if await self._command("Act", lambda: self._act(request)):
+            bot._stats.actions += 1
+
+    async def _command(self, name: str, fn: Callable[[], Awaitable[Any]]) -> bool:
+        """Send a command; stale/refused ones are counted, not fatal. True when accepted."""
+        stats = self.bot._stats
+        try:
+            result = await self.bot._retry(fn, name)
+            return result is not None
+        except grpc.aio.AioRpcError as err:
+            code = _code(err)
+            if code in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.ABORTED):
+                stats.stale_commands += 1  # the table moved on (timer, another action)
+            elif code is grpc.StatusCode.UNIMPLEMENTED:
+                stats.unimplemented += 1
+            else:
+                stats.error(f"{name}: {code.name}: {err.details()}")
+            return False
+
+    async def _act(self, request: table_pb2.ActRequest) -> table_pb2.ActResponse:
+        response: table_pb2.ActResponse = await self.bot._table.Act(
+            request, metadata=self.bot._md(), timeout=10
+        )
+        return response
+
+    async def _pre_action(self, view: table_pb2.TableView, choice: Any) -> object:
+        self.bot._stats.pre_actions += 1
+        response: table_pb2.SetPreActionResponse = await self.bot._table.SetPreAction(
+            table_pb2.SetPreActionRequest(
+                request_id=str(uuid.uuid4()),
+                table_id=self.table_id,
+                hand_number=view.hand.hand_number,
+                action_seq=view.hand.action_seq,
+                pre_action=pre_action_type(choice),
+            ),
+            metadata=self.bot._md(),
+            timeout=10,
+        )
+        return response
+
+    async def _sit_out(self) -> object:
+        self.bot._stats.sit_outs += 1
+        response: table_pb2.SitOutResponse = await self.bot._table.SitOut(
+            table_pb2.SitOutRequest(request_id=str(uuid.uuid4()), table_id=self.table_id),
+            metadata=self.bot._md(),
+            timeout=10,
+        )
+        return response
+
+    async def _sit_in(self) -> object:
+        self.bot._stats.sit_ins += 1
+        response: table_pb2.SitInResponse = await self.bot._table.SitIn(
+            table_pb2.SitInRequest(request_id=str(uuid.uuid4()), table_id=self.table_id),
+            metadata=self.bot._md(),
+            timeout=10,
+        )
+        return response

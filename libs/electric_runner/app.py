@@ -1,0 +1,325 @@
+"""The embedded platform: the four services in ONE process, bots playing, a live summary.
+
+``python -m electric_runner`` (``make run``) hosts registration, table, wallet and payout
+with their own ``setup`` functions (the same code as ``python -m electric_<service>``), each
+on its own gRPC port with its own SQLite file under ``var/`` and all sharing the in-process
+event bus; then starts the bot runner (bots are gRPC clients of those ports, like any
+front end) and prints a compact summary every couple of seconds. Ctrl-C / SIGTERM drains
+and exits 0.
+
+Configuration is the services' own environment variables (docs/platform.md); the plain
+``DATABASE_URL`` is ignored here (four services must not share one database: use
+``ELECTRIC_<SVC>_DATABASE_URL``). See docs/running.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import sys
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from electric_bots.runner import DEFAULT_MIX, BotRunner, BotRunnerConfig, Targets
+from electric_eventlog import EventBus
+from electric_platform.auth import Role, TokenSource
+from electric_platform.config import (
+    DEFAULT_GRPC_PORTS,
+    SERVICES,
+    ConfigError,
+    ServiceConfig,
+    load_config,
+)
+from electric_platform.eventpath import inprocess_bus
+from electric_platform.log import configure_logging
+from electric_platform.server import ServiceHost, run_hosts
+
+from electric_runner.summary import Figures, follow_events, poll_wallet, render
+
+SetupFn = Callable[[ServiceHost], Awaitable[None]]
+
+
+def service_setups() -> dict[str, SetupFn]:
+    """Each service's ``setup`` (imported lazily: the services are separate packages)."""
+    from electric_payout.app import setup as payout_setup
+    from electric_registration.app import setup as registration_setup
+    from electric_table.app import setup as table_setup
+    from electric_wallet.service import setup as wallet_setup
+
+    async def wallet(host: ServiceHost) -> None:
+        # The wallet relays its outbox itself; in embedded mode it needs the shared bus.
+        bus = None if host.config.uses_kafka else inprocess_bus()
+        await wallet_setup(host, bus=bus)
+
+    return {
+        "registration": registration_setup,
+        "table": table_setup,
+        "wallet": wallet,
+        "payout": payout_setup,
+    }
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def embedded_environ(base: Mapping[str, str], *, free_ports: bool = False) -> dict[str, str]:
+    """The environment the four in-process services are configured from.
+
+    Drops the plain ``DATABASE_URL`` (each service keeps its own SQLite file unless
+    ``ELECTRIC_<SVC>_DATABASE_URL`` is set). With ``free_ports`` (or a per-service port of
+    0) a free port is chosen now, so the ``ELECTRIC_<SVC>_TARGET`` addresses the services use
+    to reach each other are known before they start.
+    """
+    env = {k: v for k, v in base.items() if k != "DATABASE_URL"}
+    for service in SERVICES:
+        key = f"ELECTRIC_{service.upper()}_GRPC_PORT"
+        port = env.get(key) or env.get("ELECTRIC_GRPC_PORT") or str(DEFAULT_GRPC_PORTS[service])
+        if free_ports or port == "0":
+            port = str(_free_port())
+            env[key] = port
+            metrics = f"ELECTRIC_{service.upper()}_METRICS_PORT"
+            if not env.get(metrics):
+                env[metrics] = "0"
+        elif env.get("ELECTRIC_GRPC_PORT") and not env.get(key):
+            raise ConfigError(
+                "ELECTRIC_GRPC_PORT would give the four embedded services one port: "
+                "set ELECTRIC_<SVC>_GRPC_PORT per service"
+            )
+        env.setdefault(f"ELECTRIC_{service.upper()}_TARGET", f"127.0.0.1:{port}")
+    return env
+
+
+@dataclass
+class RunnerOptions:
+    """Command-line options of the runner."""
+
+    bots: int = 30
+    think: float = 0.05
+    duration: float | None = None
+    refresh: float = 1.5
+    free_ports: bool = False
+    log_file: str = ""
+    entries: int = 1
+
+
+def parse_args(argv: Sequence[str] | None) -> RunnerOptions:
+    """Parse the command line."""
+    parser = argparse.ArgumentParser(
+        prog="python -m electric_runner",
+        description="Electric Poker, embedded: four services in one process, bots playing.",
+    )
+    parser.add_argument("--bots", type=int, default=30, help="bot players (0 = none); 30")
+    parser.add_argument(
+        "--think", type=float, default=0.05, help="bot thinking-time scale (0 = instant); 0.05"
+    )
+    parser.add_argument(
+        "--duration", type=float, default=None, help="stop the bots after SECONDS (then idle)"
+    )
+    parser.add_argument("--refresh", type=float, default=1.5, help="summary refresh, seconds")
+    parser.add_argument(
+        "--free-ports", action="store_true", help="pick free ports instead of 50051-50054"
+    )
+    parser.add_argument(
+        "--entries", type=int, default=1, help="entries per bot registration (1-10); 1"
+    )
+    parser.add_argument(
+        "--log-file",
+        default="",
+        help="service logs go here (default <var dir>/electric-run.log; '-' = stderr)",
+    )
+    ns = parser.parse_args(argv)
+    if ns.bots < 0 or ns.think < 0 or ns.refresh <= 0 or not 1 <= ns.entries <= 10:
+        parser.error("--bots/--think must be >= 0, --refresh > 0, --entries 1..10")
+    return RunnerOptions(
+        bots=ns.bots,
+        think=ns.think,
+        duration=ns.duration,
+        refresh=ns.refresh,
+        free_ports=ns.free_ports,
+        log_file=ns.log_file,
+        entries=ns.entries,
+    )
+
+
+def _route_logs(path: str, var_dir: Path) -> str:
+    """Send the (JSON) service logs to a file so the terminal shows the summary."""
+    if path == "-":
+        return "stderr"
+    target = Path(path) if path else var_dir / "electric-run.log"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    stream = target.open("a", encoding="utf-8")
+    for handler in logging.getLogger().handlers:
+        if getattr(handler, "_electric", False) and isinstance(handler, logging.StreamHandler):
+            handler.setStream(stream)
+    return str(target)
+
+
+def header(hosts: Sequence[ServiceHost], cfg: ServiceConfig, log_target: str) -> list[str]:
+    """The lines printed once at start: where to connect and how to get a token."""
+    lines = ["Electric Poker — embedded platform (4 services in one process)", ""]
+    for host in hosts:
+        metrics = (
+            f"  metrics http://{host.config.metrics_host}:{host.metrics_port}/metrics"
+            if host.metrics_port
+            else ""
+        )
+        lines.append(f"  {host.name:<13} grpc {host.config.grpc_host}:{host.grpc_port}{metrics}")
+    storage = "in-process bus" if not cfg.uses_kafka else f"Kafka {cfg.kafka_bootstrap_servers}"
+    lines += [
+        f"  state: SQLite under {cfg.var_dir}/ (one file per service), events: {storage}",
+        f"  logs: {log_target}",
+        "",
+        "  token:   TOKEN=$(.venv/bin/python -m electric_platform.token --sub alice --role player)",
+        '  call:    grpcurl -plaintext -H "authorization: Bearer $TOKEN" '
+        f"127.0.0.1:{hosts[0].grpc_port} electric.registration.v1.RegistrationService/ListLobby",
+        "  (operator calls, e.g. wallet Deposit: --role operator; see docs/running.md)",
+        "  Ctrl-C stops.",
+        "",
+    ]
+    if cfg.auth_secret_is_default:
+        lines.insert(
+            -1, "  NOTE: ELECTRIC_AUTH_SECRET unset: the public development secret signs tokens."
+        )
+    return lines
+
+
+class Screen:
+    """Prints the summary: redrawn in place on a terminal, one line per refresh otherwise."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.tty = out.isatty()
+        self._drawn = 0
+
+    def show(self, lines: list[str]) -> None:
+        if self.tty:
+            if self._drawn:
+                self.out.write(f"\x1b[{self._drawn}F\x1b[J")
+            self.out.write("\n".join(lines) + "\n")
+            self._drawn = len(lines)
+        else:
+            self.out.write(" | ".join(" ".join(line.split()) for line in lines) + "\n")
+        self.out.flush()
+
+
+async def _summary_loop(
+    figures: Figures, runner: BotRunner | None, screen: Screen, every: float, stop: asyncio.Event
+) -> None:
+    started = time.monotonic()
+    while not stop.is_set():
+        extra = f"uptime {int(time.monotonic() - started)}s"
+        if runner is not None:
+            s = runner.stats
+            extra = (
+                f"bots         {len(runner.assignments)} playing  actions {s.actions}"
+                f"  registrations {s.registrations}  stale {s.stale_commands}"
+                f"  errors {s.errors}  {extra}"
+            )
+            if s.unimplemented:
+                extra += f"  (UNIMPLEMENTED answers: {s.unimplemented})"
+        screen.show(render(figures, extra=extra))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), timeout=every)
+
+
+async def run(options: RunnerOptions, environ: Mapping[str, str] | None = None) -> int:
+    """Host the four services, run bots and the summary until a signal; the exit code."""
+    env = embedded_environ(
+        os.environ if environ is None else environ, free_ports=options.free_ports
+    )
+    configs = {name: load_config(name, env) for name in SERVICES}
+    first = configs["registration"]
+    configure_logging(first.log_level, first.log_format)
+    log_target = _route_logs(options.log_file, first.var_dir)
+    setups = service_setups()
+    # The wallet first: the others call it.
+    order = ("wallet", "registration", "table", "payout")
+    hosts = [ServiceHost(configs[name], setups[name]) for name in order]
+    stop = asyncio.Event()
+    figures = Figures()
+    screen = Screen(sys.stdout)
+    tasks: list[asyncio.Task[object]] = []
+    runner: BotRunner | None = None
+
+    def ready(started: Sequence[ServiceHost]) -> None:
+        nonlocal runner
+        by_name = {h.name: h for h in started}
+        ordered = [by_name[name] for name in SERVICES]
+        print("\n".join(header(ordered, first, log_target)), flush=True)
+        bus: EventBus = inprocess_bus() if not first.uses_kafka else _kafka_bus(first)
+        operator = TokenSource(first.auth_secret, "electric-runner", Role.OPERATOR)
+        wallet_target = f"127.0.0.1:{by_name['wallet'].grpc_port}"
+        tasks.append(asyncio.create_task(follow_events(bus, figures, stop)))
+        tasks.append(asyncio.create_task(poll_wallet(wallet_target, operator, figures, stop)))
+        if options.bots > 0:
+            runner = BotRunner(
+                BotRunnerConfig(
+                    targets=Targets(
+                        registration=f"127.0.0.1:{by_name['registration'].grpc_port}",
+                        table=f"127.0.0.1:{by_name['table'].grpc_port}",
+                        wallet=wallet_target,
+                    ),
+                    secret=first.auth_secret,
+                    bots=options.bots,
+                    mix=DEFAULT_MIX,
+                    entries=options.entries,
+                    max_active=options.entries,
+                    duration=options.duration,
+                    think_scale=options.think,
+                )
+            )
+            runner.stop = stop
+            tasks.append(asyncio.create_task(runner.run()))
+        tasks.append(
+            asyncio.create_task(_summary_loop(figures, runner, screen, options.refresh, stop))
+        )
+        tasks.append(asyncio.create_task(_stop_with(started, stop)))
+
+    code = await run_hosts(hosts, ready=ready)
+    stop.set()
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    print(
+        f"stopped: {figures.tournaments_finished} tournaments finished, "
+        f"{figures.hands_dealt} hands dealt; exit code {code}",
+        flush=True,
+    )
+    return code
+
+
+def _kafka_bus(cfg: ServiceConfig) -> EventBus:
+    from electric_eventlog.kafka import KafkaBus
+
+    return KafkaBus(cfg.kafka_bootstrap_servers, client_id="electric-runner-summary")
+
+
+async def _stop_with(hosts: Sequence[ServiceHost], stop: asyncio.Event) -> None:
+    """Stop bots and summary as soon as any host begins to shut down."""
+    waiters = [asyncio.create_task(h.wait_stopping()) for h in hosts]
+    try:
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for w in waiters:
+            w.cancel()
+    stop.set()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m electric_runner``."""
+    options = parse_args(argv)
+    try:
+        return asyncio.run(run(options))
+    except ConfigError as exc:
+        print(f"electric_runner: configuration error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,279 @@
+"""Register and Unregister end to end: intent, wallet reservations, seats, owed wallet work.
+
+Register (N entries, all or nothing):
+
+1. ``handlers.begin_attempt`` records the request (``reserving``) with deterministic entry
+   ids ``uuid5(sha256(player, request_id), attempt, i)``; a completed request is answered
+   from its record (nothing reserved again).
+2. The player's balance is checked (fast refusal, nothing reserved); then each entry
+   reserves its buy-in: pending wallet transfer ``buyin-<entry_id>`` from the player's
+   funds to ``house:tournament_escrow`` (idempotent by that id).
+3. If any reservation fails, every key of the attempt is voided (``voiding`` → ``failed``)
+   and the error is returned (FAILED_PRECONDITION with ``InsufficientFunds`` for money).
+4. ``handlers.seat_entries`` seats all entries in one transaction (and fills tables).
+5. After the commit the filled tables' wallet work runs (post, rake, net), then
+   TournamentStarted; a crash anywhere is completed by ``WalletWork`` on the next pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from datetime import timedelta
+
+import grpc
+from electric.common.v1 import errors_pb2
+from electric_domain.tournament import TournamentConfig
+from electric_eventlog import ConcurrencyError, EventStore
+from electric_platform.errors import (
+    Aborted,
+    FailedPrecondition,
+    InvalidArgument,
+    ServiceError,
+    Unavailable,
+)
+from electric_platform.log import get_logger
+from electric_wallet.client import WalletClient, insufficient_funds
+from sqlalchemy import Engine
+
+from electric_registration import handlers
+from electric_registration.store import repo
+from electric_registration.wallet_work import STALE_ATTEMPT, WalletWork
+
+log = get_logger("electric.registration.registrar")
+
+_SEAT_ATTEMPTS = 5
+
+
+def _bad_entries(n: int) -> InvalidArgument:
+    return InvalidArgument(
+        f"entries must be between 1 and {handlers.MAX_ENTRIES}, got {n}",
+        detail=errors_pb2.BadRequest(
+            field_violations=[
+                errors_pb2.FieldViolation(
+                    field="entries", description=f"1..{handlers.MAX_ENTRIES}"
+                )
+            ]
+        ),
+    )
+
+
+def _wallet_error(err: grpc.aio.AioRpcError, what: str) -> ServiceError:
+    if err.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+        return Unavailable(f"wallet unavailable while {what}: {err.details()}")
+    return ServiceError(
+        f"wallet refused {what}: {err.details()}", code=err.code() or grpc.StatusCode.UNKNOWN
+    )
+
+
+class Registrar:
+    """Application service behind Register/Unregister."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        store: EventStore,
+        config: TournamentConfig,
+        wallet: WalletClient,
+        work: WalletWork,
+        *,
+        notify: Callable[[set[str]], None] = lambda _players: None,
+        stale_after: timedelta = STALE_ATTEMPT,
+    ) -> None:
+        self.engine = engine
+        self.store = store
+        self.config = config
+        self.wallet = wallet
+        self.work = work
+        self.notify = notify
+        self.stale_after = stale_after
+        self._tasks: set[asyncio.Task[bool]] = set()
+
+    async def register(
+        self, *, player_id: str, request_id: str, tier_id: str, entries: int, correlation_id: str
+    ) -> tuple[list[repo.EntryRow], bool]:
+        """Buy ``entries`` seats; returns the entries and whether this was a replay."""
+        if not request_id:
+            raise InvalidArgument("request_id is required (a client-chosen idempotency key)")
+        if len(request_id) > 200:
+            raise InvalidArgument("request_id is longer than 200 characters")
+        if not 1 <= entries <= handlers.MAX_ENTRIES:
+            raise _bad_entries(entries)
+        begun = await asyncio.to_thread(
+            handlers.begin_attempt,
+            self.engine,
+            player_id=player_id,
+            request_id=request_id,
+            tier_id=tier_id,
+            entries=entries,
+            stale_after=self.stale_after,
+        )
+        if isinstance(begun, handlers.Done):
+            return await asyncio.to_thread(self._entries, begun.entry_ids), True
+        attempt = begun
+        await self._check_funds(attempt, player_id, entries)
+        await self._reserve(attempt, player_id, entries)
+        seated = await self._seat(attempt, player_id, request_id, correlation_id)
+        if not seated.current:
+            if seated.entry_ids:  # a concurrent twin of this request completed it
+                return await asyncio.to_thread(self._entries, seated.entry_ids), True
+            # The attempt was rolled back under us (sweeper): give the money back.
+            await self._rollback(attempt, entries, "attempt abandoned")
+            raise Aborted(
+                f"request {request_id!r} was rolled back while it waited; retry it"
+            )
+        self.notify(seated.players)
+        for table_id in seated.filled:
+            task = asyncio.create_task(self.work.run_table(table_id))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        return await asyncio.to_thread(self._entries, seated.entry_ids), False
+
+    def _entries(self, entry_ids: list[str]) -> list[repo.EntryRow]:
+        with self.engine.connect() as conn:
+            return repo.entries_by_id(conn, entry_ids)
+
+    async def _fail(self, attempt: handlers.Attempt, error: str) -> None:
+        await asyncio.to_thread(
+            handlers.end_attempt,
+            self.engine,
+            attempt.key,
+            attempt.attempt,
+            status="failed",
+            error=error,
+        )
+
+    async def _check_funds(self, attempt: handlers.Attempt, player_id: str, entries: int) -> None:
+        required = entries * attempt.tier.buy_in_cents
+        try:
+            available = (await self.wallet.balance(player_id)).balance
+        except grpc.aio.AioRpcError as err:
+            if err.code() != grpc.StatusCode.NOT_FOUND:
+                await self._fail(attempt, f"balance: {err.code().name}")
+                raise _wallet_error(err, "reading the balance") from err
+            available = 0  # no wallet yet
+        if available < required:
+            await self._fail(attempt, "insufficient funds")
+            raise self._insufficient(player_id, available, required, entries, attempt)
+
+    def _insufficient(
+        self,
+        player_id: str,
+        available: int,
+        required: int,
+        entries: int,
+        attempt: handlers.Attempt,
+    ) -> FailedPrecondition:
+        return FailedPrecondition(
+            f"insufficient funds: {entries} × {attempt.tier.name} needs {required} cents, "
+            f"player {player_id!r} has {available} available; nothing was reserved",
+            detail=errors_pb2.InsufficientFunds(
+                account_id=f"player:{player_id}:cash",
+                available=handlers.usd(available),
+                required=handlers.usd(required),
+            ),
+        )
+
+    async def _reserve(self, attempt: handlers.Attempt, player_id: str, entries: int) -> None:
+        tier = attempt.tier
+        for i, entry_id in enumerate(attempt.entry_ids):
+            try:
+                await self.wallet.reserve(
+                    handlers.buyin_transfer_id(entry_id),
+                    player_id,
+                    tier.buy_in_cents,
+                    memo=f"{tier.name} buy-in, entry {i + 1}/{entries}",
+                )
+            except grpc.aio.AioRpcError as err:
+                await self._rollback(attempt, entries, f"reserve: {err.code().name}")
+                short = insufficient_funds(err)
+                if short is not None:
+                    # Funds moved since the balance check: report what the whole request
+                    # needs against what was available before it.
+                    available = short.available.cents + i * tier.buy_in_cents
+                    raise self._insufficient(
+                        player_id, available, entries * tier.buy_in_cents, entries, attempt
+                    ) from err
+                raise _wallet_error(err, "reserving the buy-in") from err
+
+    async def _rollback(self, attempt: handlers.Attempt, entries: int, error: str) -> None:
+        """Void every reservation of the attempt (all or nothing) and mark it failed; when
+        the wallet is unreachable the attempt stays ``voiding`` for the sweeper."""
+        await asyncio.to_thread(
+            handlers.end_attempt,
+            self.engine,
+            attempt.key,
+            attempt.attempt,
+            status="voiding",
+            error=error,
+        )
+        try:
+            await self.work.void_attempt(attempt.key, attempt.attempt, entries)
+        except grpc.aio.AioRpcError as err:
+            log.warning("register.rollback_deferred", request_key=attempt.key, code=err.code().name)
+
+    async def _seat(
+        self, attempt: handlers.Attempt, player_id: str, request_id: str, correlation_id: str
+    ) -> handlers.Seated:
+        for n in range(1, _SEAT_ATTEMPTS + 1):
+            try:
+                return await asyncio.to_thread(
+                    handlers.seat_entries,
+                    self.engine,
+                    self.store,
+                    self.config,
+                    player_id=player_id,
+                    request_id=request_id,
+                    attempt=attempt,
+                    correlation_id=correlation_id,
+                )
+            except ConcurrencyError:
+                if n == _SEAT_ATTEMPTS:
+                    raise Aborted(
+                        "registration kept conflicting with concurrent registrations; retry "
+                        "with the same request_id"
+                    ) from None
+                await asyncio.sleep(0.01 * n)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def unregister(
+        self,
+        *,
+        entry_id: str,
+        table_id: str,
+        player_id: str,
+        may_act_for: str | None,
+        request_id: str,
+        correlation_id: str,
+    ) -> repo.EntryRow:
+        """Withdraw an entry and void its reservation (retried by WalletWork if the wallet
+        does not answer now)."""
+        if not entry_id and not table_id:
+            raise InvalidArgument("entry_id or table_id is required")
+        for n in range(1, _SEAT_ATTEMPTS + 1):
+            try:
+                done = await asyncio.to_thread(
+                    handlers.unregister,
+                    self.engine,
+                    self.store,
+                    entry_id=entry_id,
+                    table_id=table_id,
+                    player_id=player_id,
+                    may_act_for=may_act_for,
+                    request_id=request_id,
+                    correlation_id=correlation_id,
+                )
+                break
+            except ConcurrencyError:
+                if n == _SEAT_ATTEMPTS:
+                    raise Aborted("unregister kept conflicting; retry") from None
+                await asyncio.sleep(0.01 * n)
+        if done.changed:
+            self.notify(done.players)
+        await self.work.run_table(done.entry.table_id)
+        return done.entry
+
+    async def drain(self) -> None:
+        """Wait for the post-fill tasks started by Register (tests, shutdown)."""
+        if self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
