@@ -235,6 +235,7 @@ def _sqlite_rows() -> list[Row]:
 
 async def _lag_and_drain(url: str, bootstrap: str) -> list[Row]:
     from aiokafka import AIOKafkaConsumer, TopicPartition
+    from aiokafka.admin import AIOKafkaAdminClient
     from electric_eventlog.kafka import KafkaBus, ensure_topics, topic_partitions
 
     service = f"bench{uuid.uuid4().hex[:6]}"
@@ -306,6 +307,12 @@ async def _lag_and_drain(url: str, bootstrap: str) -> list[Row]:
     finally:
         await bus.stop()
         engine.dispose()
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+        await admin.start()
+        try:
+            await admin.delete_topics([topic])  # a benchmark leaves no retained topic behind
+        finally:
+            await admin.close()
     return rows
 
 

@@ -77,6 +77,8 @@ class BotStats:
     tables_played: set[str] = field(default_factory=set)
     #: Last error messages (bounded), for diagnostics.
     last_errors: list[str] = field(default_factory=list)
+    #: Last refusals of stale commands (bounded), for diagnostics.
+    last_stale: list[str] = field(default_factory=list)
 
     def error(self, text: str) -> None:
         """Count an unexpected error and keep its message."""
@@ -497,6 +499,8 @@ class _TableSession:
             code = _code(err)
             if code in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.ABORTED):
                 stats.stale_commands += 1  # the table moved on (timer, another action)
+                stats.last_stale.append(f"{name}: {code.name}: {err.details()}")
+                del stats.last_stale[:-20]
             elif code is grpc.StatusCode.UNIMPLEMENTED:
                 stats.unimplemented += 1
             else:

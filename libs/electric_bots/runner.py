@@ -33,8 +33,8 @@ from electric_bots.player import BotPlayer, BotSettings, BotStats, Channels
 
 _log = get_logger("electric.bots")
 
-#: Default strategy mix: mostly players who act, a few who test the timers.
-DEFAULT_MIX: tuple[tuple[str, int], ...] = (("tag", 6), ("random", 3))
+#: Default strategy mix: loose random players (they end tournaments quickly) and tight ones.
+DEFAULT_MIX: tuple[tuple[str, int], ...] = (("random", 2), ("tag", 1))
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,8 @@ class BotRunnerConfig:
     max_active: int = 1
     #: Stop registering after this many Register calls in total (None: no limit).
     max_registrations: int | None = None
+    #: Stop registering once bots saw this many of their tables finish (None: no limit).
+    until_finished: int | None = None
     #: Stop registering after this many seconds (None: no limit).
     duration: float | None = None
     #: After the budget: withdraw waiting entries and finish running tables (else stop).
@@ -133,10 +135,14 @@ class BotRunner:
 
     def _may_register(self) -> bool:
         cfg = self.config
-        if cfg.max_registrations is not None and self.stats.registrations >= cfg.max_registrations:
+        done = (
+            cfg.max_registrations is not None and self.stats.registrations >= cfg.max_registrations
+        ) or (
+            cfg.until_finished is not None and len(self.stats.tables_finished) >= cfg.until_finished
+        )
+        if done:
             self.draining.set()
-            return False
-        return True
+        return not done
 
     async def _lobby_tiers(self, channel: grpc.aio.Channel, tokens: TokenSource) -> list[str]:
         stub = registration_pb2_grpc.RegistrationServiceStub(channel)
@@ -220,10 +226,12 @@ class BotRunner:
 
     async def _budget(self) -> None:
         cfg = self.config
-        if cfg.duration is None:
-            return
         started = time.monotonic()
-        while time.monotonic() - started < cfg.duration:
+        while cfg.duration is None or time.monotonic() - started < cfg.duration:
+            if not self._may_register():
+                if not cfg.drain:
+                    self.stop.set()
+                return  # draining: the bots wind down by themselves
             await asyncio.sleep(0.2)
         self.draining.set()
         if not cfg.drain:

@@ -227,6 +227,8 @@ def _amount_list(fields: dict[str, Any], key: str, n: int, scale: int) -> list[i
     raw = fields.get(key)
     if raw is None:
         return [0] * n
+    if scale == 1 and type(raw) is list and len(raw) == n and all(type(v) is int for v in raw):
+        return raw
     if isinstance(raw, int | Decimal) and not isinstance(raw, bool):
         return [_to_minor(raw, scale, key)] * n
     if not isinstance(raw, list):
@@ -310,7 +312,7 @@ def _player(tok: str, n: int, action: str) -> int:
 
 
 def _command(s: HandState, action: str, scale: int) -> Command:
-    parts = _split_action(action)
+    parts = (action.split("#", 1)[0] if "#" in action else action).split()
     n = s.n
     if len(parts) >= 2 and parts[0] == "d":
         if parts[1] == "dh" and len(parts) == 4:

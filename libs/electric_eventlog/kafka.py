@@ -155,6 +155,10 @@ async def topic_partitions(bootstrap_servers: str, topic: str) -> list[int]:
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers)
     await admin.start()
     try:
+        # Check existence first: a metadata request naming a missing topic makes a broker
+        # with auto.create.topics.enable create it (with default, finite retention).
+        if topic not in await admin.list_topics():
+            return []
         (described,) = await admin.describe_topics([topic])
     finally:
         await admin.close()

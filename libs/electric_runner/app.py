@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TextIO
 
 from electric_bots.runner import DEFAULT_MIX, BotRunner, BotRunnerConfig, Targets
+from electric_domain.tournament.bots import BOTS
 from electric_eventlog import EventBus
 from electric_platform.auth import Role, TokenSource
 from electric_platform.config import (
@@ -110,6 +111,7 @@ class RunnerOptions:
     free_ports: bool = False
     log_file: str = ""
     entries: int = 1
+    mix: tuple[tuple[str, int], ...] = DEFAULT_MIX
 
 
 def parse_args(argv: Sequence[str] | None) -> RunnerOptions:
@@ -125,6 +127,12 @@ def parse_args(argv: Sequence[str] | None) -> RunnerOptions:
     parser.add_argument(
         "--duration", type=float, default=None, help="stop the bots after SECONDS (then idle)"
     )
+    parser.add_argument(
+        "--mix",
+        default="",
+        help="bot strategies with weights, e.g. random:2,tag:1 (the default); names: "
+        "random, tag, timeout, sitout",
+    )
     parser.add_argument("--refresh", type=float, default=1.5, help="summary refresh, seconds")
     parser.add_argument(
         "--free-ports", action="store_true", help="pick free ports instead of 50051-50054"
@@ -138,6 +146,10 @@ def parse_args(argv: Sequence[str] | None) -> RunnerOptions:
         help="service logs go here (default <var dir>/electric-run.log; '-' = stderr)",
     )
     ns = parser.parse_args(argv)
+    try:
+        mix = parse_mix(ns.mix) if ns.mix else DEFAULT_MIX
+    except ValueError as exc:
+        parser.error(str(exc))
     if ns.bots < 0 or ns.think < 0 or ns.refresh <= 0 or not 1 <= ns.entries <= 10:
         parser.error("--bots/--think must be >= 0, --refresh > 0, --entries 1..10")
     return RunnerOptions(
@@ -148,7 +160,22 @@ def parse_args(argv: Sequence[str] | None) -> RunnerOptions:
         free_ports=ns.free_ports,
         log_file=ns.log_file,
         entries=ns.entries,
+        mix=mix,
     )
+
+
+def parse_mix(text: str) -> tuple[tuple[str, int], ...]:
+    """``random:2,tag:1`` -> ((random, 2), (tag, 1)); a name alone weighs 1."""
+    out = []
+    for part in text.split(","):
+        name, _, weight = part.strip().partition(":")
+        if name not in BOTS:
+            raise ValueError(f"unknown bot strategy {name!r}; known: {', '.join(BOTS)}")
+        n = int(weight) if weight else 1
+        if n <= 0:
+            raise ValueError(f"weight of {name!r} must be positive")
+        out.append((name, n))
+    return tuple(out)
 
 
 def _route_logs(path: str, var_dir: Path) -> str:
@@ -271,7 +298,7 @@ async def run(options: RunnerOptions, environ: Mapping[str, str] | None = None) 
                     ),
                     secret=first.auth_secret,
                     bots=options.bots,
-                    mix=DEFAULT_MIX,
+                    mix=options.mix,
                     entries=options.entries,
                     max_active=options.entries,
                     duration=options.duration,
@@ -295,7 +322,17 @@ async def run(options: RunnerOptions, environ: Mapping[str, str] | None = None) 
         f"{figures.hands_dealt} hands dealt; exit code {code}",
         flush=True,
     )
+    if code != 0 and log_target != "stderr":
+        print(f"something failed; the last log lines ({log_target}):", file=sys.stderr)
+        for line in _tail(Path(log_target), 8):
+            print(f"  {line}", file=sys.stderr)
     return code
+
+
+def _tail(path: Path, n: int) -> list[str]:
+    with contextlib.suppress(OSError):
+        return path.read_text(encoding="utf-8", errors="replace").splitlines()[-n:]
+    return []
 
 
 def _kafka_bus(cfg: ServiceConfig) -> EventBus:

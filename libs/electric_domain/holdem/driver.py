@@ -1,7 +1,7 @@
 """High-level driver: play a whole hand from a deck, feeding only player decisions.
 
     hand = HoldemHand.start(stacks=(500, 500, 500), button=0, small_blind=10, big_blind=20,
-                            seed=seed)          # or deck=..., or neither (fresh CSPRNG seed)
+                            seed=seed)          # or deck=... (a 52-card order)
     while not hand.is_complete:
         la = hand.legal_actions()                # LegalActions for hand.actor
         hand.act(Call(la.player))                # or hand.call(), hand.raise_to(60), ...
@@ -159,11 +159,15 @@ class HoldemHand:
         min_bet: int = 0,
         auto_showdown: bool = True,
     ) -> HoldemHand:
-        """Start a hand; the deck comes from ``deck``, else ``seed``, else a fresh seed."""
+        """Start a hand dealt from ``deck`` or from the deck of ``seed`` (one is required:
+        the domain takes no randomness of its own — draw seeds with
+        :func:`electric_domain.deck.new_seed` at the edge)."""
         config = HandConfig(tuple(stacks), button, small_blind, big_blind, ante, min_bet)
         fair: FairDeck | None = None
         if deck is None:
-            fair = FairDeck.from_seed(seed) if seed is not None else FairDeck.fresh()
+            if seed is None:
+                raise ValueError("pass seed= (see electric_domain.deck.new_seed) or deck=")
+            fair = FairDeck.from_seed(seed)
             deck = fair.cards
         return cls(config, deck, auto_showdown=auto_showdown, fair=fair)
 

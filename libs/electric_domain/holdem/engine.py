@@ -689,6 +689,11 @@ def step(state: HandState, command: Command) -> tuple[HandState, list[Event]]:
     s = state.copy()  # private working copy: the apply functions update it in place
     for e in events:
         s = _APPLY[type(e)](s, e)
+    phase = s.phase
+    if phase is Phase.DEAL_HOLE or (
+        phase is Phase.BETTING and s.to_act and s.folded.count(False) > 1
+    ):
+        return s, events  # fast path: nothing automatic can follow
     while True:
         more = _auto_events(s)
         if more is None:

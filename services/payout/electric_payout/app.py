@@ -1,20 +1,47 @@
-"""Composition root of the payout service: config → store → event path → API."""
+"""Composition root of the payout service: config → store → event path → consumers, credit
+worker and wallet client → API."""
 
 from __future__ import annotations
 
 from electric.payout.v1 import payout_pb2, payout_pb2_grpc
+from electric_domain.tournament import TournamentConfig, default_config
+from electric_platform.auth import TokenSource
 from electric_platform.eventpath import open_event_path
 from electric_platform.server import ServiceHost
+from electric_wallet.client import WalletClient
 
 from electric_payout.api import PayoutApi
+from electric_payout.handlers import (
+    REGISTRATION_TOPIC,
+    TABLE_TOPIC,
+    Crediter,
+    PayoutConsumers,
+    Payouts,
+)
 from electric_payout.store.tables import VERSIONS_DIR, metadata
 
 SERVICE = "payout"
 
 
-async def setup(host: ServiceHost) -> None:
-    """Wire the payout service into ``host``."""
-    path = await open_event_path(host, versions_dir=VERSIONS_DIR, target_metadata=metadata)
+async def setup(host: ServiceHost, *, config: TournamentConfig | None = None) -> None:
+    """Wire the payout service into ``host`` (``config``: the tournament configuration whose
+    pay table computes the prizes; default the packaged electric-v1)."""
+    cfg = config or default_config()
+    path = await open_event_path(
+        host,
+        versions_dir=VERSIONS_DIR,
+        target_metadata=metadata,
+        consumes=[REGISTRATION_TOPIC, TABLE_TOPIC],
+    )
+    wallet = WalletClient.connect(
+        host.config.target("wallet"), TokenSource(host.config.auth_secret, SERVICE)
+    )
+    host.on_shutdown(wallet.close)
+    payouts = Payouts(path.engine, path.store, cfg)
+    crediter = Crediter(payouts, wallet)
+    consumers = PayoutConsumers(payouts, path.bus, crediter.wake.set)
+    host.add_background("payout-consumers", lambda: consumers.run(host.stopping), restart=True)
+    host.add_background("prize-crediter", lambda: crediter.run(host.stopping), restart=True)
     host.add_service(
         payout_pb2.DESCRIPTOR.services_by_name["PayoutService"],
         payout_pb2_grpc.add_PayoutServiceServicer_to_server,

@@ -6,19 +6,22 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
-from electric.common.v1 import money_pb2, pagination_pb2
+from electric.common.v1 import money_pb2, pagination_pb2, tournament_pb2
 from electric.registration.v1 import registration_pb2, registration_pb2_grpc
-from electric_platform import FailedPrecondition, Role, current_principal, require_player
-from electric_platform.errors import InvalidArgument, ServiceError
+from electric_domain.tournament import TournamentConfig
+from electric_platform import Role, correlation_id, current_principal, require_player
+from electric_platform.errors import InvalidArgument, PermissionDenied
 from electric_platform.paging import next_page_token, page_window
 from google.protobuf.timestamp_pb2 import Timestamp
 from sqlalchemy import Engine
 
-from electric_registration.handlers import DEFAULT_MULTIPLIERS
+from electric_registration.notify import Notifier
+from electric_registration.registrar import Registrar
 from electric_registration.store import repo
 
 _STATUS = {
     "registering": registration_pb2.TABLE_STATUS_REGISTERING,
+    "filled": registration_pb2.TABLE_STATUS_RUNNING,
     "running": registration_pb2.TABLE_STATUS_RUNNING,
     "finished": registration_pb2.TABLE_STATUS_FINISHED,
     "cancelled": registration_pb2.TABLE_STATUS_CANCELLED,
@@ -26,8 +29,16 @@ _STATUS = {
 _SPEED = {"hyper_turbo": registration_pb2.GAME_SPEED_HYPER_TURBO}
 #: Roles that may act for a named player (besides the player themself).
 _ON_BEHALF = (Role.SERVICE, Role.OPERATOR, Role.AUDITOR)
-#: How often WatchMyTables re-reads the player's tables.
-WATCH_POLL_SECONDS = 0.5
+#: Roles that may register or unregister for a named player.
+_ACT_FOR = (Role.SERVICE, Role.OPERATOR)
+#: WatchMyTables wakes on every change notified in this process, and re-reads at least this
+#: often (changes made by another instance, missed notifications).
+WATCH_POLL_SECONDS = 2.0
+_ENTRY_STATUS = {
+    "reserved": registration_pb2.ENTRY_STATUS_RESERVED,
+    "confirmed": registration_pb2.ENTRY_STATUS_CONFIRMED,
+    "unregistered": registration_pb2.ENTRY_STATUS_UNREGISTERED,
+}
 
 
 def _usd(cents: int) -> money_pb2.Money:
@@ -45,13 +56,37 @@ def _player_for(requested: str) -> str:
     return requested
 
 
-def _my_table(row: repo.MyTableRow) -> registration_pb2.MyTable:
-    status = _STATUS.get(row.status, registration_pb2.TABLE_STATUS_UNSPECIFIED)
-    text = (
-        f"Waiting {row.players_registered}/{row.seats}"
-        if row.status == "registering"
-        else row.status.capitalize()
+def _entry(e: repo.EntryRow) -> registration_pb2.Entry:
+    at = Timestamp()
+    at.FromDatetime(e.registered_at)
+    return registration_pb2.Entry(
+        entry_id=e.entry_id,
+        player_id=e.player_id,
+        table_id=e.table_id,
+        tier_id=e.tier_id,
+        seat=e.seat,
+        buy_in=_usd(e.buy_in_cents),
+        status=_ENTRY_STATUS.get(e.status, registration_pb2.ENTRY_STATUS_UNSPECIFIED),
+        wallet_transfer_id=e.wallet_transfer_id,
+        registered_at=at,
     )
+
+
+def _status_text(row: repo.MyTableRow) -> str:
+    if row.status == "registering":
+        return f"Waiting {row.players_registered}/{row.seats}"
+    if row.status == "filled":
+        return "Starting"
+    if row.status == "running":
+        return f"Hand {row.current_hand_number}" if row.current_hand_number else "Starting"
+    return row.status.capitalize()
+
+
+def _my_table(row: repo.MyTableRow, multipliers: tuple[int, ...]) -> registration_pb2.MyTable:
+    status = _STATUS.get(row.status, registration_pb2.TABLE_STATUS_UNSPECIFIED)
+    drawn = row.multiplier > 0
+    low = row.prize_pool_cents if drawn else min(multipliers) * row.buy_in_cents
+    high = row.prize_pool_cents if drawn else max(multipliers) * row.buy_in_cents
     return registration_pb2.MyTable(
         table_id=row.table_id,
         table_name=row.table_name,
@@ -62,18 +97,41 @@ def _my_table(row: repo.MyTableRow) -> registration_pb2.MyTable:
         game_speed=registration_pb2.GAME_SPEED_HYPER_TURBO,
         prize_pool=_usd(row.prize_pool_cents),
         multiplier=row.multiplier,
+        positions_paid=row.positions_paid,
+        payouts=[
+            tournament_pb2.PrizeShare(place=i + 1, amount=_usd(c))
+            for i, c in enumerate(row.payouts_cents)
+        ],
         status=status,
-        my_entries=[registration_pb2.Entry(entry_id=e) for e in row.entry_ids],
-        status_text=text,
+        my_entries=[_entry(e) for e in row.entries],
+        current_hand_number=row.current_hand_number,
+        status_text=_status_text(row),
+        min_prize_pool=_usd(low),
+        max_prize_pool=_usd(high),
+        multiplier_seed_commitment=row.commitment,
+        multiplier_seed=row.seed_hex,
+        paytable_version=row.paytable_version,
     )
 
 
 class RegistrationApi(registration_pb2_grpc.RegistrationServiceServicer):
     """RegistrationService over registration's own database."""
 
-    def __init__(self, engine: Engine, stopping: asyncio.Event) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        stopping: asyncio.Event,
+        *,
+        config: TournamentConfig,
+        registrar: Registrar,
+        notifier: Notifier,
+    ) -> None:
         self._engine = engine
         self._stopping = stopping
+        self._registrar = registrar
+        self._notifier = notifier
+        self._multipliers = tuple(e.multiplier for e in config.pay_table.entries)
+        self._config = config
 
     def _read_tiers(self) -> list[repo.TierRow]:
         with self._engine.connect() as conn:
@@ -85,7 +143,7 @@ class RegistrationApi(registration_pb2_grpc.RegistrationServiceServicer):
         """Any authenticated caller may read the lobby."""
         current_principal()
         rows = await asyncio.to_thread(self._read_tiers)
-        low, high = min(DEFAULT_MULTIPLIERS), max(DEFAULT_MULTIPLIERS)
+        low, high = min(self._multipliers), max(self._multipliers)
         return registration_pb2.ListLobbyResponse(
             tiers=[
                 registration_pb2.LobbyTier(
@@ -124,7 +182,7 @@ class RegistrationApi(registration_pb2_grpc.RegistrationServiceServicer):
             self._read_my_tables, player, request.include_finished, offset, size + 1
         )
         return registration_pb2.ListMyTablesResponse(
-            tables=[_my_table(r) for r in rows[:size]],
+            tables=[_my_table(r, self._multipliers) for r in rows[:size]],
             page=pagination_pb2.PageResponse(
                 next_page_token=next_page_token(offset, size, len(rows))
             ),
@@ -135,41 +193,82 @@ class RegistrationApi(registration_pb2_grpc.RegistrationServiceServicer):
     ) -> AsyncIterator[registration_pb2.WatchMyTablesResponse]:
         """Snapshot now, then on every change; ends cleanly when the server shuts down."""
         player = _player_for(request.player_id)
-        last: registration_pb2.WatchMyTablesResponse | None = None
-        while True:
-            rows = await asyncio.to_thread(self._read_my_tables, player, False, 0, 1000)
-            snapshot = registration_pb2.WatchMyTablesResponse(tables=[_my_table(r) for r in rows])
-            if last is None or list(snapshot.tables) != list(last.tables):
-                last = snapshot
-                out = registration_pb2.WatchMyTablesResponse()
-                out.CopyFrom(snapshot)
-                as_of = Timestamp()
-                as_of.GetCurrentTime()
-                out.as_of.CopyFrom(as_of)
-                yield out
-            try:
-                await asyncio.wait_for(self._stopping.wait(), timeout=WATCH_POLL_SECONDS)
-                return  # server shutting down: end the stream with OK
-            except TimeoutError:
-                continue
+        wake = self._notifier.subscribe(player)
+        try:
+            last: list[registration_pb2.MyTable] | None = None
+            while not self._stopping.is_set():
+                wake.clear()
+                rows = await asyncio.to_thread(self._read_my_tables, player, False, 0, 1000)
+                tables = [_my_table(r, self._multipliers) for r in rows]
+                if last is None or tables != last:
+                    last = tables
+                    as_of = Timestamp()
+                    as_of.GetCurrentTime()
+                    yield registration_pb2.WatchMyTablesResponse(tables=tables, as_of=as_of)
+                waiters = [
+                    asyncio.ensure_future(wake.wait()),
+                    asyncio.ensure_future(self._stopping.wait()),
+                ]
+                try:
+                    await asyncio.wait(
+                        waiters, timeout=WATCH_POLL_SECONDS, return_when=asyncio.FIRST_COMPLETED
+                    )
+                finally:
+                    for w in waiters:
+                        w.cancel()
+        finally:
+            self._notifier.unsubscribe(player, wake)
 
     async def Register(
         self, request: registration_pb2.RegisterRequest, context: Any
     ) -> registration_pb2.RegisterResponse:
-        """Not available in the walking skeleton (issue 7)."""
-        raise _not_yet("Register")
+        """A player registers themself; services and operators name the player."""
+        principal = current_principal()
+        if request.player_id:
+            require_player(request.player_id, also=_ACT_FOR)
+            player = request.player_id
+        elif principal.role is Role.PLAYER:
+            player = principal.subject
+        else:
+            raise InvalidArgument(f"player_id is required for role {principal.role.value!r}")
+        if not request.tier_id:
+            raise InvalidArgument("tier_id is required (see ListLobby)")
+        entries, replayed = await self._registrar.register(
+            player_id=player,
+            request_id=request.request_id,
+            tier_id=request.tier_id,
+            entries=request.entries,
+            correlation_id=correlation_id(),
+        )
+        return registration_pb2.RegisterResponse(
+            entries=[_entry(e) for e in entries], replayed=replayed
+        )
 
     async def Unregister(
         self, request: registration_pb2.UnregisterRequest, context: Any
     ) -> registration_pb2.UnregisterResponse:
-        """Not available in the walking skeleton (issue 7)."""
-        raise _not_yet("Unregister")
-
-
-def _not_yet(rpc: str) -> ServiceError:
-    import grpc
-
-    return FailedPrecondition(
-        f"{rpc} is not implemented yet in this build (walking skeleton)",
-        code=grpc.StatusCode.UNIMPLEMENTED,
-    )
+        """A player withdraws their own entry; services and operators any entry."""
+        principal = current_principal()
+        if principal.role is Role.PLAYER:
+            if request.player_id and request.player_id != principal.subject:
+                raise PermissionDenied(
+                    f"player {principal.subject!r} may not act for player {request.player_id!r}"
+                )
+            may_act_for: str | None = principal.subject
+            player = principal.subject
+        elif principal.role in _ACT_FOR:
+            may_act_for = None
+            player = request.player_id
+            if not request.entry_id and not player:
+                raise InvalidArgument("player_id is required with table_id for this role")
+        else:
+            raise PermissionDenied(f"role {principal.role.value!r} may not unregister entries")
+        entry = await self._registrar.unregister(
+            entry_id=request.entry_id,
+            table_id=request.table_id,
+            player_id=player,
+            may_act_for=may_act_for,
+            request_id=request.request_id,
+            correlation_id=correlation_id(),
+        )
+        return registration_pb2.UnregisterResponse(entry=_entry(entry))

@@ -1,4 +1,5 @@
-"""Composition root of the registration service: config → store → event path → servicer.
+"""Composition root of the registration service: config → store → event path → wallet
+client → handlers, background work and consumer → servicer.
 
 ``setup`` is what ``python -m electric_registration`` and the embedded runner call.
 """
@@ -8,25 +9,50 @@ from __future__ import annotations
 import asyncio
 
 from electric.registration.v1 import registration_pb2, registration_pb2_grpc
+from electric_domain.tournament import TournamentConfig, default_config
+from electric_platform.auth import TokenSource
 from electric_platform.eventpath import open_event_path
 from electric_platform.server import ServiceHost
+from electric_wallet.client import WalletClient
 
 from electric_registration.api import RegistrationApi
-from electric_registration.handlers import ensure_open_tables
+from electric_registration.consumers import SOURCE_TOPIC, TableStatusConsumer
+from electric_registration.handlers import ensure_open_tables, sync_tiers
+from electric_registration.notify import Notifier
+from electric_registration.registrar import Registrar
 from electric_registration.store.tables import VERSIONS_DIR, metadata
+from electric_registration.wallet_work import WalletWork
 
 SERVICE = "registration"
 
 
-async def setup(host: ServiceHost) -> None:
-    """Wire the registration service into ``host``."""
-    path = await open_event_path(host, versions_dir=VERSIONS_DIR, target_metadata=metadata)
+async def setup(host: ServiceHost, *, config: TournamentConfig | None = None) -> None:
+    """Wire the registration service into ``host`` (``config``: the tournament
+    configuration, default the packaged electric-v1)."""
+    cfg = config or default_config()
+    path = await open_event_path(
+        host, versions_dir=VERSIONS_DIR, target_metadata=metadata, consumes=[SOURCE_TOPIC]
+    )
+    await asyncio.to_thread(sync_tiers, path.engine, cfg)
     opened = await asyncio.to_thread(
-        ensure_open_tables, path.engine, path.store, correlation_id=path.instance_id
+        ensure_open_tables, path.engine, path.store, cfg, correlation_id=path.instance_id
     )
     host.log.info("registration.tables_opened", count=len(opened))
+    wallet = WalletClient.connect(
+        host.config.target("wallet"), TokenSource(host.config.auth_secret, SERVICE)
+    )
+    host.on_shutdown(wallet.close)
+    notifier = Notifier()
+    work = WalletWork(path.engine, path.store, wallet, notify=notifier.notify)
+    registrar = Registrar(path.engine, path.store, cfg, wallet, work, notify=notifier.notify)
+    host.on_shutdown(registrar.drain)
+    host.add_background("wallet-work", lambda: work.run(host.stopping), restart=True)
+    consumer = TableStatusConsumer(path.engine, path.bus, notifier.notify)
+    host.add_background("table-status-consumer", lambda: consumer.run(host.stopping), restart=True)
     host.add_service(
         registration_pb2.DESCRIPTOR.services_by_name["RegistrationService"],
         registration_pb2_grpc.add_RegistrationServiceServicer_to_server,
-        RegistrationApi(path.engine, host.stopping),
+        RegistrationApi(
+            path.engine, host.stopping, config=cfg, registrar=registrar, notifier=notifier
+        ),
     )

@@ -332,8 +332,7 @@ def begin_attempt(
         if row.status in ("reserving", "voiding"):
             # A stale or rolling-back attempt: leave it to the sweeper and refuse for now.
             raise Aborted(
-                f"an earlier attempt of request {request_id!r} is being rolled back; "
-                "retry shortly",
+                f"an earlier attempt of request {request_id!r} is being rolled back; retry shortly",
                 detail=_info(errors_pb2.ERROR_REASON_WRONG_STATE, request_id=request_id),
             )
         attempt += 1

@@ -50,9 +50,7 @@ def _bad_entries(n: int) -> InvalidArgument:
         f"entries must be between 1 and {handlers.MAX_ENTRIES}, got {n}",
         detail=errors_pb2.BadRequest(
             field_violations=[
-                errors_pb2.FieldViolation(
-                    field="entries", description=f"1..{handlers.MAX_ENTRIES}"
-                )
+                errors_pb2.FieldViolation(field="entries", description=f"1..{handlers.MAX_ENTRIES}")
             ]
         ),
     )
@@ -119,9 +117,7 @@ class Registrar:
                 return await asyncio.to_thread(self._entries, seated.entry_ids), True
             # The attempt was rolled back under us (sweeper): give the money back.
             await self._rollback(attempt, entries, "attempt abandoned")
-            raise Aborted(
-                f"request {request_id!r} was rolled back while it waited; retry it"
-            )
+            raise Aborted(f"request {request_id!r} was rolled back while it waited; retry it")
         self.notify(seated.players)
         for table_id in seated.filled:
             task = asyncio.create_task(self.work.run_table(table_id))

@@ -17,6 +17,7 @@ rollback): it voids every reservation key of such an attempt, then marks it fail
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from datetime import timedelta
 
@@ -90,7 +91,9 @@ class WalletWork:
                 values["last_error"] = error[:2000]
             conn.execute(update(t.wallet_ops).where(t.wallet_ops.c.op_id == op_id).values(values))
 
-    async def _do(self, kind: str, transfer_id: str, src: str, dst: str, amount: int, code: str) -> None:
+    async def _do(
+        self, kind: str, transfer_id: str, src: str, dst: str, amount: int, code: str
+    ) -> None:
         if kind == "post":
             await self.wallet.post(transfer_id)
         elif kind == "move":
@@ -191,7 +194,5 @@ class WalletWork:
                 await self.sweep()
             except grpc.aio.AioRpcError as err:
                 log.warning("wallet_work.pass_failed", code=err.code().name)
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=interval)
-            except TimeoutError:
-                pass

@@ -1,33 +1,69 @@
-"""gRPC servicer of TableService: protobuf in/out, auth and error mapping only."""
+"""gRPC servicer of TableService: protobuf in/out, auth and error mapping.
+
+Command rules (docs/table-service.md): the caller must hold a seat (PERMISSION_DENIED
+otherwise, also when ``seat`` names another seat); ``request_id`` is required and
+de-duplicated per (table, player); a command quoting another hand / action sequence than the
+current one is FAILED_PRECONDITION with a ``StaleCommand`` detail; bad amounts are
+INVALID_ARGUMENT; what the rules forbid is FAILED_PRECONDITION with the engine's reason.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import grpc
 from electric.common.v1 import errors_pb2, money_pb2
 from electric.table.v1 import table_pb2, table_pb2_grpc
-from electric_platform import InvalidArgument, NotFound, ServiceError, current_principal
+from electric_domain.tournament import (
+    Act,
+    ClearPreAction,
+    Command,
+    SelectPreAction,
+    SitIn,
+    SitOut,
+)
+from electric_platform import (
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    ServiceError,
+    correlation_id,
+    current_principal,
+)
+from electric_platform.auth import Role
 from sqlalchemy import Engine
 
+from electric_table import mapping
+from electric_table.runtime import RequestKey, TableManager, TableRuntime
 from electric_table.store import repo
+from electric_table.views import build_view
 
 _STATUS = {
     "starting": table_pb2.TABLE_STATUS_STARTING,
+    "invalid": table_pb2.TABLE_STATUS_STARTING,
     "running": table_pb2.TABLE_STATUS_RUNNING,
     "finished": table_pb2.TABLE_STATUS_FINISHED,
 }
-#: How often WatchTable re-reads the table (skeleton; issue 7 pushes on events instead).
-WATCH_POLL_SECONDS = 0.5
+
+_MOVES = {
+    table_pb2.ACTION_TYPE_FOLD: "fold",
+    table_pb2.ACTION_TYPE_CHECK: "check",
+    table_pb2.ACTION_TYPE_CALL: "call",
+    table_pb2.ACTION_TYPE_BET: "raise_to",
+    table_pb2.ACTION_TYPE_RAISE: "raise_to",
+    table_pb2.ACTION_TYPE_ALL_IN: "all_in",
+}
 
 
 def _usd(cents: int) -> money_pb2.Money:
     return money_pb2.Money(cents=cents, currency="USD")
 
 
-def _view(row: repo.TableRow, caller: str) -> table_pb2.TableView:
+def _row_view(row: repo.TableRow, caller: str) -> table_pb2.TableView:
+    """View of a table that has no playable tournament (read model only)."""
     your_seat = next((s.seat for s in row.seats if s.player_id == caller), 0)
     return table_pb2.TableView(
         table_id=row.table_id,
@@ -36,10 +72,7 @@ def _view(row: repo.TableRow, caller: str) -> table_pb2.TableView:
         version=row.stream_version,
         seats=[
             table_pb2.SeatView(
-                seat=s.seat,
-                player_id=s.player_id,
-                display_name=s.display_name,
-                stack=s.stack,
+                seat=s.seat, player_id=s.player_id, display_name=s.display_name, stack=s.stack
             )
             for s in row.seats
         ],
@@ -59,78 +92,244 @@ def _not_found(table_id: str) -> NotFound:
 
 
 class TableApi(table_pb2_grpc.TableServiceServicer):
-    """TableService over the table service's read model."""
+    """TableService over the live tables of a `TableManager`."""
 
-    def __init__(self, engine: Engine, stopping: asyncio.Event) -> None:
+    def __init__(self, engine: Engine, stopping: asyncio.Event, manager: TableManager) -> None:
         self._engine = engine
         self._stopping = stopping
+        self._manager = manager
+
+    # ------------------------------------------------------------------ queries
 
     def _read(self, table_id: str) -> repo.TableRow | None:
         with self._engine.connect() as conn:
             return repo.get_table(conn, table_id)
 
-    async def _load(self, table_id: str) -> repo.TableRow:
+    async def _find(self, table_id: str) -> TableRuntime | repo.TableRow:
         if not table_id:
             raise InvalidArgument("table_id is required")
+        rt = await self._manager.load(table_id)
+        if rt is not None:
+            return rt
         row = await asyncio.to_thread(self._read, table_id)
         if row is None:
             raise _not_found(table_id)
         return row
 
+    def _view(self, found: TableRuntime | repo.TableRow, caller: str) -> table_pb2.TableView:
+        if isinstance(found, TableRuntime):
+            return build_view(found, caller, self._manager.now_for(found))
+        return _row_view(found, caller)
+
     async def GetTable(
         self, request: table_pb2.GetTableRequest, context: Any
     ) -> table_pb2.GetTableResponse:
-        """Any authenticated caller; the view is the caller's own (hole cards: issue 7)."""
+        """The caller's view (own hole cards only; others' once exposed)."""
         caller = current_principal().subject
-        row = await self._load(request.table_id)
-        return table_pb2.GetTableResponse(table=_view(row, caller))
+        found = await self._find(request.table_id)
+        return table_pb2.GetTableResponse(table=self._view(found, caller))
 
     async def WatchTable(
         self, request: table_pb2.WatchTableRequest, context: Any
     ) -> AsyncIterator[table_pb2.WatchTableResponse]:
-        """Current view, then one per change; ends when the server shuts down."""
+        """Current view, then one after every change (pushed, not polled); ends after the
+        finished tournament's view or when the server shuts down."""
         caller = current_principal().subject
-        row = await self._load(request.table_id)
-        version = -1
-        while True:
-            if row.stream_version != version:
-                version = row.stream_version
-                yield table_pb2.WatchTableResponse(table=_view(row, caller))
+        found = await self._find(request.table_id)
+        if not isinstance(found, TableRuntime):
+            yield table_pb2.WatchTableResponse(table=_row_view(found, caller))
+            await self._stopping.wait()
+            return
+        rt = found
+        event_type = ""
+        stop_wait = asyncio.ensure_future(self._stopping.wait())
+        try:
+            while True:
+                changed = rt.changed
+                view = build_view(rt, caller, self._manager.now_for(rt))
+                yield table_pb2.WatchTableResponse(table=view, event_type=event_type)
+                if rt.finished:
+                    return
+                change_wait = asyncio.ensure_future(changed.wait())
+                await asyncio.wait({change_wait, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+                if not change_wait.done():
+                    change_wait.cancel()
+                    return
+                event_type = rt.last_event_type
+        finally:
+            stop_wait.cancel()
+
+    # ------------------------------------------------------------------ commands
+
+    async def _command(
+        self,
+        *,
+        rpc: str,
+        table_id: str,
+        request_id: str,
+        seat_no: int,
+        check: Callable[[TableRuntime], None],
+        build: Callable[[TableRuntime, int, int], Command],
+        kind: str,
+    ) -> table_pb2.TableView:
+        principal = current_principal()
+        found = await self._find(table_id)
+        if principal.role != Role.PLAYER:
+            raise PermissionDenied(
+                f"{rpc}: only the seated player may act (caller role {principal.role})"
+            )
+        if not isinstance(found, TableRuntime):
+            raise FailedPrecondition(f"table {table_id} has no playable tournament")
+        rt = found
+        seat = rt.seat_of(principal.subject)
+        if seat is None:
+            raise PermissionDenied(f"{principal.subject} has no seat at table {table_id}")
+        if seat_no and seat_no != rt.info.no(seat):
+            raise PermissionDenied(
+                f"seat {seat_no} is not yours: {principal.subject} sits in seat {rt.info.no(seat)}"
+            )
+        if not request_id:
+            raise InvalidArgument("request_id is required (idempotency key)")
+        if len(request_id) > 200:
+            raise InvalidArgument("request_id is longer than 200 characters")
+        key = RequestKey(principal.subject, request_id, rpc)
+        async with rt.lock:
+            prior = await asyncio.to_thread(self._prior, rt.table_id, key)
+            if prior is not None:
+                if prior.rpc != rpc:
+                    raise InvalidArgument(
+                        f"request_id {request_id!r} was already used for {prior.rpc}"
+                    )
+                if prior.code != "OK":
+                    raise ServiceError(prior.message, code=grpc.StatusCode[prior.code])
+                return build_view(rt, principal.subject, self._manager.now_for(rt))
+            await self._manager.catch_up(rt)
             try:
-                await asyncio.wait_for(self._stopping.wait(), timeout=WATCH_POLL_SECONDS)
-                return
-            except TimeoutError:
-                row = await self._load(request.table_id)
+                check(rt)
+            except ServiceError as err:
+                await self._manager.persist(rt, [], request=key, error=err)
+                raise
+            cmd = build(rt, seat, self._manager.now_for(rt))
+            ctx = mapping.RequestContext(request_id=request_id, seat=seat, kind=kind)
+            await self._manager.apply(
+                rt, cmd, ctx=ctx, request=key, correlation_id=correlation_id()
+            )
+            return build_view(rt, principal.subject, self._manager.now_for(rt))
+
+    def _prior(self, table_id: str, key: RequestKey) -> repo.RequestRow | None:
+        with self._engine.connect() as conn:
+            return repo.get_request(conn, table_id, key.player_id, key.request_id)
+
+    @staticmethod
+    def _stale(rt: TableRuntime, hand: int, seq: int | None) -> None:
+        proj = rt.projector
+        if hand != proj.hand_no or (seq is not None and seq != proj.next_action_seq):
+            raise FailedPrecondition(
+                f"stale command: it answers hand {hand}"
+                + (f" action {seq}" if seq is not None else "")
+                + f" but the table is at hand {proj.hand_no} action {proj.next_action_seq}",
+                detail=errors_pb2.StaleCommand(
+                    requested_hand_number=hand,
+                    requested_action_seq=seq or 0,
+                    current_hand_number=proj.hand_no,
+                    current_action_seq=proj.next_action_seq,
+                ),
+            )
 
     async def Act(self, request: table_pb2.ActRequest, context: Any) -> table_pb2.ActResponse:
-        """Not available in the walking skeleton (issue 7)."""
-        raise await self._unimplemented("Act", request.table_id)
+        """A betting decision for the caller's seat."""
+        move = _MOVES.get(request.action)
+        if move is None:
+            raise InvalidArgument(f"action must be one of {sorted(_MOVES.values())}")
+        if request.amount < 0:
+            raise InvalidArgument(f"amount must not be negative, got {request.amount}")
+        raise_to = move == "raise_to"
+        if raise_to and request.amount <= 0:
+            raise InvalidArgument("BET and RAISE need amount: the total street bet after it")
+
+        def check(rt: TableRuntime) -> None:
+            self._stale(rt, request.hand_number, request.action_seq)
+            seat = rt.seat_of(current_principal().subject)
+            assert seat is not None
+            legal = rt.tournament.legal_actions(seat)
+            if raise_to and legal is not None and legal.min_raise_to is not None:
+                lo, hi = legal.min_raise_to, legal.max_raise_to or legal.min_raise_to
+                if not lo <= request.amount <= hi:
+                    raise InvalidArgument(
+                        f"amount {request.amount} outside the legal range {lo}..{hi} "
+                        "(total street bet after the action)"
+                    )
+
+        view = await self._command(
+            rpc="Act",
+            table_id=request.table_id,
+            request_id=request.request_id,
+            seat_no=request.seat,
+            check=check,
+            build=lambda rt, seat, at: Act(
+                seat=seat, move=move, at=at, amount=request.amount if raise_to else 0
+            ),
+            kind="act",
+        )
+        return table_pb2.ActResponse(table=view)
 
     async def SetPreAction(
         self, request: table_pb2.SetPreActionRequest, context: Any
     ) -> table_pb2.SetPreActionResponse:
-        """Not available in the walking skeleton (issue 7)."""
-        raise await self._unimplemented("SetPreAction", request.table_id)
+        """Select a pre-turn action for the caller's seat."""
+        pre = mapping.PRE_ACTION_FROM_PROTO.get(request.pre_action)
+        if pre is None:
+            raise InvalidArgument("pre_action is required")
+        view = await self._command(
+            rpc="SetPreAction",
+            table_id=request.table_id,
+            request_id=request.request_id,
+            seat_no=request.seat,
+            check=lambda rt: self._stale(rt, request.hand_number, request.action_seq),
+            build=lambda rt, seat, at: SelectPreAction(seat=seat, action=pre, at=at),
+            kind="pre_action",
+        )
+        return table_pb2.SetPreActionResponse(table=view)
 
     async def ClearPreAction(
         self, request: table_pb2.ClearPreActionRequest, context: Any
     ) -> table_pb2.ClearPreActionResponse:
-        """Not available in the walking skeleton (issue 7)."""
-        raise await self._unimplemented("ClearPreAction", request.table_id)
+        """Unselect the caller's pre-turn action."""
+        view = await self._command(
+            rpc="ClearPreAction",
+            table_id=request.table_id,
+            request_id=request.request_id,
+            seat_no=request.seat,
+            check=lambda rt: self._stale(rt, request.hand_number, None),
+            build=lambda rt, seat, at: ClearPreAction(seat=seat, at=at),
+            kind="clear_pre_action",
+        )
+        return table_pb2.ClearPreActionResponse(table=view)
 
     async def SitOut(
         self, request: table_pb2.SitOutRequest, context: Any
     ) -> table_pb2.SitOutResponse:
-        """Not available in the walking skeleton (issue 7)."""
-        raise await self._unimplemented("SitOut", request.table_id)
+        """Sit the caller out (they keep posting; auto check/fold)."""
+        view = await self._command(
+            rpc="SitOut",
+            table_id=request.table_id,
+            request_id=request.request_id,
+            seat_no=request.seat,
+            check=lambda rt: None,
+            build=lambda rt, seat, at: SitOut(seat=seat, at=at),
+            kind="sit_out",
+        )
+        return table_pb2.SitOutResponse(table=view)
 
     async def SitIn(self, request: table_pb2.SitInRequest, context: Any) -> table_pb2.SitInResponse:
-        """Not available in the walking skeleton (issue 7)."""
-        raise await self._unimplemented("SitIn", request.table_id)
-
-    async def _unimplemented(self, rpc: str, table_id: str) -> ServiceError:
-        await self._load(table_id)  # unknown tables are still NOT_FOUND
-        return ServiceError(
-            f"{rpc} is not implemented yet in this build (walking skeleton)",
-            code=grpc.StatusCode.UNIMPLEMENTED,
+        """Bring a sitting-out caller back."""
+        view = await self._command(
+            rpc="SitIn",
+            table_id=request.table_id,
+            request_id=request.request_id,
+            seat_no=request.seat,
+            check=lambda rt: None,
+            build=lambda rt, seat, at: SitIn(seat=seat, at=at),
+            kind="sit_in",
         )
+        return table_pb2.SitInResponse(table=view)

@@ -118,6 +118,10 @@ class TableInfo:
     action_timer_ms: int
     source_event_id: str = ""
 
+    def no(self, seat: int) -> int:
+        """The 1-based table seat number of domain seat ``seat``."""
+        return self.seats[seat].seat
+
 
 @dataclass
 class Projector:
@@ -189,9 +193,7 @@ class Projector:
             return
         if isinstance(ev, hev.AntePosted):
             self._pay(self._seat(ev.player), ev.amount, street=False)
-        elif isinstance(ev, hev.BlindPosted):
-            self._pay(self._seat(ev.player), ev.amount, street=True)
-        elif isinstance(ev, hev.Called):
+        elif isinstance(ev, (hev.BlindPosted, hev.Called)):
             self._pay(self._seat(ev.player), ev.amount, street=True)
         elif isinstance(ev, hev.BetPlaced | hev.Raised):
             seat = self._seat(ev.player)
@@ -293,7 +295,7 @@ def to_protos(
                 prize_pool=usd(e.prize_pool_cents),
                 buy_in=usd(e.buy_in_cents),
                 source_event_id=info.source_event_id,
-                first_button_seat=e.first_button + 1,
+                first_button_seat=info.no(e.first_button),
                 domain=_record(e),
             )
         elif isinstance(e, dev.LevelAdvanced):
@@ -314,12 +316,12 @@ def to_protos(
             msg = tev.HandStarted(
                 table_id=tid,
                 hand_number=e.hand_no,
-                button_seat=e.button + 1,
-                small_blind_seat=e.small_blind_seat + 1,
-                big_blind_seat=e.big_blind_seat + 1,
+                button_seat=proj.info.no(e.button),
+                small_blind_seat=proj.info.no(e.small_blind_seat),
+                big_blind_seat=proj.info.no(e.big_blind_seat),
                 level=_blind_level(e.level, e.small_blind, e.big_blind, e.ante, level_ms),
                 stacks=[
-                    tev.SeatStack(seat=s + 1, player_id=pid[s], stack=x)
+                    tev.SeatStack(seat=proj.info.no(s), player_id=pid[s], stack=x)
                     for s, x in enumerate(e.stacks)
                 ],
                 deck_commitment=e.deck_commitment,
@@ -333,7 +335,7 @@ def to_protos(
                 table_id=tid,
                 hand_number=proj.hand_no,
                 action_seq=proj.next_action_seq,
-                seat=e.seat + 1,
+                seat=proj.info.no(e.seat),
                 deadline=ms_timestamp(e.deadline),
                 domain=_record(e),
             )
@@ -342,7 +344,7 @@ def to_protos(
                 table_id=tid,
                 hand_number=proj.hand_no,
                 action_seq=proj.next_action_seq,
-                seat=e.seat + 1,
+                seat=proj.info.no(e.seat),
                 kind=tev.TIMEOUT_KIND_TIME_BANK_STARTED,
                 time_bank_remaining=ms_duration(e.deadline - e.at),
                 domain=_record(e),
@@ -352,7 +354,7 @@ def to_protos(
                 table_id=tid,
                 hand_number=proj.hand_no,
                 action_seq=proj.next_action_seq,
-                seat=e.seat + 1,
+                seat=proj.info.no(e.seat),
                 kind=(
                     tev.TIMEOUT_KIND_TIME_BANK_EXHAUSTED
                     if proj.bank_running
@@ -378,7 +380,7 @@ def to_protos(
             msg = tev.PreActionSet(
                 table_id=tid,
                 hand_number=proj.hand_no,
-                seat=e.seat + 1,
+                seat=proj.info.no(e.seat),
                 pre_action=PRE_ACTION_TO_PROTO[e.action],
                 call_amount=e.to_call,
                 reason=(
@@ -394,7 +396,7 @@ def to_protos(
             msg = tev.PreActionCleared(
                 table_id=tid,
                 hand_number=proj.hand_no,
-                seat=e.seat + 1,
+                seat=proj.info.no(e.seat),
                 pre_action=(
                     PRE_ACTION_TO_PROTO[prev]
                     if prev is not None
@@ -411,10 +413,12 @@ def to_protos(
         elif isinstance(e, dev.SatOut):
             msg = tev.PlayerSatOut(
                 table_id=tid,
-                seat=e.seat + 1,
+                seat=proj.info.no(e.seat),
                 player_id=pid[e.seat],
                 reason=(
-                    tev.SIT_OUT_REASON_PLAYER if e.reason == "player" else tev.SIT_OUT_REASON_TIMEOUT
+                    tev.SIT_OUT_REASON_PLAYER
+                    if e.reason == "player"
+                    else tev.SIT_OUT_REASON_TIMEOUT
                 ),
                 request_id=ctx.request_id if e.reason == "player" and ctx.kind == "sit_out" else "",
                 domain=_record(e),
@@ -422,7 +426,7 @@ def to_protos(
         elif isinstance(e, dev.SatIn):
             msg = tev.PlayerSatIn(
                 table_id=tid,
-                seat=e.seat + 1,
+                seat=proj.info.no(e.seat),
                 player_id=pid[e.seat],
                 request_id=ctx.request_id if ctx.kind == "sit_in" else "",
                 domain=_record(e),
@@ -434,7 +438,7 @@ def to_protos(
                 deck_seed=e.deck_seed_hex,
                 deck_commitment=proj.commitment,
                 stacks=[
-                    tev.SeatStack(seat=s + 1, player_id=pid[s], stack=x)
+                    tev.SeatStack(seat=proj.info.no(s), player_id=pid[s], stack=x)
                     for s, x in enumerate(e.stacks)
                 ],
                 domain=_record(e),
@@ -443,7 +447,7 @@ def to_protos(
             msg = tev.PlayerEliminated(
                 table_id=tid,
                 hand_number=e.hand_no,
-                seat=e.seat + 1,
+                seat=proj.info.no(e.seat),
                 player_id=pid[e.seat],
                 finishing_place=min(e.places),
                 stack_at_hand_start=e.start_stack,
@@ -459,7 +463,7 @@ def to_protos(
                 places=[
                     tev.FinishingPlace(
                         place=min(e.places[s]),
-                        seat=s + 1,
+                        seat=proj.info.no(s),
                         player_id=pid[s],
                         entry_id=info.seats[s].entry_id,
                         tied_count=len(e.places[s]),
@@ -516,7 +520,7 @@ def _action_proto(
         table_id=proj.info.table_id,
         hand_number=proj.hand_no,
         action_seq=proj.next_action_seq,
-        seat=seat + 1,
+        seat=proj.info.no(seat),
         player_id=proj.info.seats[seat].player_id,
         action=action,
         amount_added=added,
@@ -559,7 +563,7 @@ def _engine_proto(e: dev.HandEvent, proj: Projector) -> tuple[Message, tuple[int
             tev.BlindPosted(
                 table_id=tid,
                 hand_number=hand,
-                seat=seat + 1,
+                seat=proj.info.no(seat),
                 blind_type=kind,
                 amount=ev.amount,
                 all_in=left == 0,
@@ -573,7 +577,7 @@ def _engine_proto(e: dev.HandEvent, proj: Projector) -> tuple[Message, tuple[int
             tev.CardsDealt(
                 table_id=tid,
                 hand_number=hand,
-                seat=seat + 1,
+                seat=proj.info.no(seat),
                 player_id=pid[seat],
                 cards=[card(c) for c in ev.cards],
                 domain=rec,
@@ -599,7 +603,7 @@ def _engine_proto(e: dev.HandEvent, proj: Projector) -> tuple[Message, tuple[int
             tev.CardsShown(
                 table_id=tid,
                 hand_number=hand,
-                seat=seat + 1,
+                seat=proj.info.no(seat),
                 player_id=pid[seat],
                 cards=[card(c) for c in ev.cards],
                 reason=tev.SHOW_REASON_ALL_IN if proj.any_all_in() else tev.SHOW_REASON_SHOWDOWN,
@@ -615,7 +619,9 @@ def _engine_proto(e: dev.HandEvent, proj: Projector) -> tuple[Message, tuple[int
                 pot_index=ev.index,
                 amount=ev.amount,
                 winners=[
-                    tev.PotWinner(seat=seats[p] + 1, player_id=pid[seats[p]], amount=share)
+                    tev.PotWinner(
+                        seat=proj.info.no(seats[p]), player_id=pid[seats[p]], amount=share
+                    )
                     for p, share in zip(ev.winners, ev.shares, strict=False)
                 ],
                 domain=rec,

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -66,8 +65,10 @@ async def run_worker(worker: ConsumerWorker, done: object, timeout: float = 60) 
     await task
 
 
-async def test_poison_to_dlq_and_consumer_carries_on(engine: Engine, kafka_bootstrap: str) -> None:
-    service = f"dlqtest{uuid.uuid4().hex[:8]}"
+async def test_poison_to_dlq_and_consumer_carries_on(
+    engine: Engine, kafka_bootstrap: str, kafka_service_name: str
+) -> None:
+    service = kafka_service_name
     store = EventStore(engine, producer=service)
     await ensure_topics(kafka_bootstrap, [store.topic])
     values = ["a", "b", "poison-1", "c", "d"]

@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -86,9 +85,9 @@ def record_effect(conn: Connection, envelope: Envelope) -> None:
 
 
 async def test_relay_killed_mid_publish_resumes_without_gaps(
-    engine: Engine, fresh_pg_url: str, kafka_bootstrap: str
+    engine: Engine, fresh_pg_url: str, kafka_bootstrap: str, kafka_service_name: str
 ) -> None:
-    service = f"killtest{uuid.uuid4().hex[:8]}"
+    service = kafka_service_name
     store = EventStore(engine, producer=service)
     topic = store.topic
     await ensure_topics(kafka_bootstrap, [topic])

@@ -1,14 +1,32 @@
 """Payout's tables. Names start with ``payout_``; no other service reads them.
 
-``payout_prizes``: one row per (tournament, place, player) prize, written in the same
-transaction as its PrizeAwarded event; status ``awarded`` then ``credited``.
+- ``payout_prizes``: one row per (tournament, place, player) prize, written in the same
+  transaction as its PrizeAwarded event; status ``awarded`` then ``credited`` (with
+  PrizeCredited). ``transfer_key`` is the wallet idempotency key of the credit.
+- ``payout_tournaments``: what TournamentStarted said (prize pool, pay table, seats).
+- ``payout_results``: the TournamentFinished of a tournament (serialized), and when its
+  prizes were awarded.
+- ``payout_hand_buttons``: the button seat of each hand (from HandStarted): the tie-split
+  remainder rule starts left of the button of the hand the tied players went out in.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from sqlalchemy import BigInteger, Column, DateTime, Index, Integer, MetaData, String, Table
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    DateTime,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+    text,
+)
 
 #: Alembic revisions of payout's own tables.
 VERSIONS_DIR = Path(__file__).resolve().parent / "migrations" / "versions"
@@ -33,5 +51,46 @@ prizes = Table(
     Column("wallet_transfer_id", String(200), nullable=False),
     Column("awarded_at", DateTime(timezone=True), nullable=False),
     Column("credited_at", DateTime(timezone=True), nullable=True),
+    # migration 0002
+    Column("transfer_key", String(200), nullable=False, server_default=text("''")),
+    Column("seat", Integer, nullable=False, server_default=text("0")),
+    Column("tied_count", Integer, nullable=False, server_default=text("1")),
+    Column("attempts", Integer, nullable=False, server_default=text("0")),
+    Column("last_error", Text, nullable=False, server_default=text("''")),
     Index("ix_payout_prizes_player", "player_id", "awarded_at"),
+    Index("ix_payout_prizes_status", "status"),
+)
+
+tournaments = Table(
+    "payout_tournaments",
+    metadata,
+    Column("tournament_id", String(64), primary_key=True),
+    Column("table_id", String(64), nullable=False),
+    Column("buy_in_cents", BigInteger, nullable=False),
+    Column("prize_pool_cents", BigInteger, nullable=False),
+    Column("multiplier", BigInteger, nullable=False),
+    Column("paytable_version", String(64), nullable=False),
+    Column("table_size", Integer, nullable=False),
+    #: Serialized registration TournamentStarted.
+    Column("started", LargeBinary, nullable=False),
+    Column("received_at", DateTime(timezone=True), nullable=False),
+)
+
+results = Table(
+    "payout_results",
+    metadata,
+    Column("tournament_id", String(64), primary_key=True),
+    #: Serialized table TournamentFinished.
+    Column("finished", LargeBinary, nullable=False),
+    Column("source_event_id", String(64), nullable=False),
+    Column("received_at", DateTime(timezone=True), nullable=False),
+    Column("awarded_at", DateTime(timezone=True), nullable=True),
+)
+
+hand_buttons = Table(
+    "payout_hand_buttons",
+    metadata,
+    Column("table_id", String(64), primary_key=True),
+    Column("hand_number", BigInteger, primary_key=True),
+    Column("button_seat", Integer, nullable=False),
 )

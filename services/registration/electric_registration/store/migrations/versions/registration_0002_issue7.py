@@ -25,16 +25,12 @@ _ACTIVE = sa.text("status <> 'unregistered'")
 def upgrade() -> None:
     with op.batch_alter_table("registration_tables") as batch:
         batch.add_column(
-            sa.Column(
-                "current_hand_number", sa.BigInteger(), nullable=False, server_default="0"
-            )
+            sa.Column("current_hand_number", sa.BigInteger(), nullable=False, server_default="0")
         )
         batch.add_column(
             sa.Column("positions_paid", sa.Integer(), nullable=False, server_default="0")
         )
-        batch.add_column(
-            sa.Column("payouts_json", sa.Text(), nullable=False, server_default="[]")
-        )
+        batch.add_column(sa.Column("payouts_json", sa.Text(), nullable=False, server_default="[]"))
         batch.add_column(sa.Column("tournament_started", sa.LargeBinary(), nullable=True))
         batch.add_column(sa.Column("filled_at", _TS, nullable=True))
         batch.add_column(sa.Column("started_at", _TS, nullable=True))

@@ -1,0 +1,135 @@
+"""The four services as separate processes on PostgreSQL + Kafka, for the platform e2e tests.
+
+Reuses the walking skeleton's process helpers (``Proc``, ``_free_port``, ``_wait_serving``
+from tests/e2e/skeleton) and ``fresh_database`` from tests/infra.py; adds per-test extra
+environment (speed knobs) and kill/restart of one service.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from types import ModuleType
+
+from infra import fresh_database
+
+ROOT = Path(__file__).resolve().parents[3]
+SERVICES = ("registration", "table", "wallet", "payout")
+
+
+def _skeleton() -> ModuleType:
+    """tests/e2e/skeleton/test_skeleton_services.py as a module (its helpers, not its tests)."""
+    name = "test_skeleton_services"
+    module = sys.modules.get(name)
+    if module is not None:
+        return module
+    path = ROOT / "tests/e2e/skeleton/test_skeleton_services.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+_sk = _skeleton()
+Proc = _sk.Proc
+free_port = _sk._free_port
+wait_serving = _sk._wait_serving
+
+
+class Cluster:
+    """Handles on the running processes (``procs[name]``) and how to (re)start them."""
+
+    def __init__(self, procs: dict[str, object], envs: dict[str, dict[str, str]], cwd: Path):
+        self.procs = procs
+        self.envs = envs
+        self.cwd = cwd
+
+    def target(self, name: str) -> str:
+        return str(self.procs[name].target)  # type: ignore[attr-defined]
+
+    def start(self, name: str) -> None:
+        proc = self.procs[name]
+        log = proc.log_path.open("ab")  # type: ignore[attr-defined]
+        proc.popen = subprocess.Popen(  # type: ignore[attr-defined]
+            [sys.executable, "-m", f"electric_{name}"],
+            env=self.envs[name],
+            cwd=self.cwd,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        log.close()
+
+    def wait_serving(self, timeout: float = 90.0) -> None:
+        deadline = time.monotonic() + timeout
+        for proc in self.procs.values():
+            wait_serving(proc, deadline)
+
+    def logs(self) -> str:
+        return "\n".join(
+            f"--- {name}\n{proc.log()}"  # type: ignore[attr-defined]
+            for name, proc in self.procs.items()
+        )
+
+
+@contextlib.contextmanager
+def run_cluster(
+    postgres_url: str,
+    kafka_bootstrap: str,
+    tmp: Path,
+    *,
+    secret: str,
+    extra_env: Mapping[str, str] | None = None,
+) -> Iterator[Cluster]:
+    """Start the four services (own database each, shared Kafka and secret); kill at exit."""
+    procs: dict[str, object] = {}
+    envs: dict[str, dict[str, str]] = {}
+    with contextlib.ExitStack() as stack:
+        for name in SERVICES:
+            url = stack.enter_context(fresh_database(postgres_url, prefix=f"e2e_plat_{name}"))
+            procs[name] = Proc(name, url, free_port(), free_port(), tmp / f"{name}.log")
+        base = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("ELECTRIC_") and k != "DATABASE_URL"
+        }
+        targets = {f"ELECTRIC_{n.upper()}_TARGET": p.target for n, p in procs.items()}  # type: ignore[attr-defined]
+        for name, p in procs.items():
+            envs[name] = {
+                **base,
+                "DATABASE_URL": p.db_url,  # type: ignore[attr-defined]
+                "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
+                "ELECTRIC_AUTH_SECRET": secret,
+                "ELECTRIC_GRPC_PORT": str(p.grpc_port),  # type: ignore[attr-defined]
+                "ELECTRIC_METRICS_PORT": str(p.metrics_port),  # type: ignore[attr-defined]
+                "ELECTRIC_SHUTDOWN_GRACE_SECONDS": "5",
+                "ELECTRIC_VAR_DIR": str(tmp / "var"),
+                **targets,
+                **(extra_env or {}),
+            }
+        cluster = Cluster(procs, envs, tmp)
+        try:
+            for name in SERVICES:
+                cluster.start(name)
+            cluster.wait_serving()
+            yield cluster
+        finally:
+            for p in procs.values():
+                popen = p.popen  # type: ignore[attr-defined]
+                if popen is not None and popen.poll() is None:
+                    popen.terminate()
+            for p in procs.values():
+                popen = p.popen  # type: ignore[attr-defined]
+                if popen is not None:
+                    try:
+                        popen.wait(15)
+                    except subprocess.TimeoutExpired:
+                        popen.kill()
+                        popen.wait(10)
