@@ -44,6 +44,7 @@ from electric_bots.views import (
     my_seat,
     offered_pre_actions,
     pre_action_type,
+    safe_fields,
 )
 
 T = TypeVar("T")
@@ -67,6 +68,8 @@ class BotStats:
     sit_ins: int = 0
     pre_actions: int = 0
     stale_commands: int = 0
+    #: Acts refused as illegal and answered again with the most passive action.
+    fallbacks: int = 0
     errors: int = 0
     unimplemented: int = 0
     #: Cents deposited per player (through the operator Deposit RPC).
@@ -426,6 +429,8 @@ class _TableSession:
         self.sat_out_requested = False
         self.sit_in_hand = 0
         self.done = False
+        #: Message of the last FAILED_PRECONDITION/ABORTED refusal (lower case).
+        self.refused = ""
 
     async def on_view(self, view: table_pb2.TableView) -> bool:
         """React to a new view; True when the bot is finished at this table."""
@@ -477,17 +482,23 @@ class _TableSession:
         )
         if pause > 0 and await bot._sleep(pause):
             return
-        fields = act_fields(decision, view)
-        request = table_pb2.ActRequest(
-            request_id=str(uuid.uuid4()),
-            table_id=self.table_id,
-            hand_number=view.hand.hand_number,
-            action_seq=view.hand.action_seq,
-            action=fields.action,
-            amount=fields.amount,
-        )
-        if await self._command("Act", lambda: self._act(request)):
-            bot._stats.actions += 1
+        for fields in (act_fields(decision, view), safe_fields(view)):
+            request = table_pb2.ActRequest(
+                request_id=str(uuid.uuid4()),
+                table_id=self.table_id,
+                hand_number=view.hand.hand_number,
+                action_seq=view.hand.action_seq,
+                action=fields.action,
+                amount=fields.amount,
+            )
+            self.refused = ""
+            if await self._command("Act", lambda r=request: self._act(r)):  # type: ignore[misc]
+                bot._stats.actions += 1
+                return
+            if "stale" in self.refused or not self.refused:
+                return  # the table moved on: the next view decides
+            # Refused as illegal (a view/engine disagreement): answer passively instead.
+            bot._stats.fallbacks += 1
 
     async def _command(self, name: str, fn: Callable[[], Awaitable[Any]]) -> bool:
         """Send a command; stale/refused ones are counted, not fatal. True when accepted."""
@@ -499,6 +510,7 @@ class _TableSession:
             code = _code(err)
             if code in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.ABORTED):
                 stats.stale_commands += 1  # the table moved on (timer, another action)
+                self.refused = (err.details() or "?").lower()
                 stats.last_stale.append(f"{name}: {code.name}: {err.details()}")
                 del stats.last_stale[:-20]
             elif code is grpc.StatusCode.UNIMPLEMENTED:

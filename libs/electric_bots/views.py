@@ -63,6 +63,8 @@ def legal_from_view(view: table_pb2.TableView) -> Legal:
     call = by_type.get(table_pb2.ACTION_TYPE_CALL)
     raise_ = by_type.get(table_pb2.ACTION_TYPE_BET) or by_type.get(table_pb2.ACTION_TYPE_RAISE)
     all_in = by_type.get(table_pb2.ACTION_TYPE_ALL_IN)
+    # An ALL_IN without BET/RAISE is not treated as a raise: whether a short all-in may
+    # re-open the betting is not in the view, so the bot only calls (all-in) or folds then.
     call_amount = 0
     if call is not None:
         call_to = call.max_amount or call.min_amount
@@ -70,10 +72,11 @@ def legal_from_view(view: table_pb2.TableView) -> Legal:
     min_to: int | None = None
     max_to: int | None = None
     if raise_ is not None:
-        min_to, max_to = raise_.min_amount, max(raise_.max_amount, raise_.min_amount)
-    elif all_in is not None and all_in.max_amount > max(view.hand.current_bet, street_bet):
-        # Only an all-in raise is possible (stack short of a full raise).
-        min_to = max_to = all_in.max_amount
+        # A raise is open to the player: the all-in is the top of that range.
+        top = max(raise_.max_amount, raise_.min_amount)
+        if all_in is not None:
+            top = max(top, all_in.max_amount)
+        min_to, max_to = raise_.min_amount, top
     return Legal(
         seat=view.your_seat,
         can_fold=table_pb2.ACTION_TYPE_FOLD in by_type,
@@ -130,22 +133,34 @@ def act_fields(decision: Decide, view: table_pb2.TableView) -> ActFields:
         if table_pb2.ACTION_TYPE_ALL_IN in by_type:
             return ActFields(table_pb2.ACTION_TYPE_ALL_IN, 0)
         return ActFields(fallback, 0)
+    raising = table_pb2.ACTION_TYPE_BET in by_type or table_pb2.ACTION_TYPE_RAISE in by_type
     if move is Move.ALL_IN:
-        if table_pb2.ACTION_TYPE_ALL_IN in by_type:
+        if raising and table_pb2.ACTION_TYPE_ALL_IN in by_type:
             return ActFields(table_pb2.ACTION_TYPE_ALL_IN, 0)
-        move = Move.RAISE_TO
         decision = Decide(Move.RAISE_TO, 1 << 62, decision.think_ms)
     # RAISE_TO: a bet or raise to a street total, clamped into the offered range.
     for kind in (table_pb2.ACTION_TYPE_BET, table_pb2.ACTION_TYPE_RAISE):
         offered = by_type.get(kind)
         if offered is not None:
-            amount = min(max(decision.amount, offered.min_amount), offered.max_amount)
-            return ActFields(kind, amount)
-    if table_pb2.ACTION_TYPE_ALL_IN in by_type:
-        return ActFields(table_pb2.ACTION_TYPE_ALL_IN, 0)
+            top = max(offered.max_amount, offered.min_amount)
+            all_in = by_type.get(table_pb2.ACTION_TYPE_ALL_IN)
+            if all_in is not None and decision.amount >= max(top, all_in.max_amount):
+                return ActFields(table_pb2.ACTION_TYPE_ALL_IN, 0)
+            return ActFields(kind, min(max(decision.amount, offered.min_amount), top))
     if table_pb2.ACTION_TYPE_CALL in by_type:
         return ActFields(table_pb2.ACTION_TYPE_CALL, 0)
+    if table_pb2.ACTION_TYPE_ALL_IN in by_type and table_pb2.ACTION_TYPE_FOLD in by_type:
+        return ActFields(table_pb2.ACTION_TYPE_ALL_IN, 0)  # calling all-in is all that's left
     return ActFields(fallback, 0)
+
+
+def safe_fields(view: table_pb2.TableView) -> ActFields:
+    """The most passive offered action (check, else call, else fold): a fallback answer."""
+    kinds = {a.type for a in view.legal_actions}
+    for kind in (table_pb2.ACTION_TYPE_CHECK, table_pb2.ACTION_TYPE_CALL):
+        if kind in kinds:
+            return ActFields(kind, 0)
+    return ActFields(table_pb2.ACTION_TYPE_FOLD, 0)
 
 
 def offered_pre_actions(view: table_pb2.TableView) -> frozenset[PreAction]:

@@ -312,8 +312,19 @@ def _player(tok: str, n: int, action: str) -> int:
 
 
 def _command(s: HandState, action: str, scale: int) -> Command:
+    """The engine command for a PHH action (``cc``: check or call, ``cbr``: bet or raise,
+    resolved against the state)."""
+    hit = _parse_action(s.n, action, scale)
+    if not isinstance(hit, tuple):
+        return hit
+    verb, p, to = hit
+    if verb == "cc":
+        return Check(p) if s.bets[p] >= max(s.bets) else Call(p)
+    return Bet(p, to) if max(s.bets) == 0 else RaiseTo(p, to)
+
+
+def _parse_action(n: int, action: str, scale: int) -> Command | tuple[str, int, int]:
     parts = (action.split("#", 1)[0] if "#" in action else action).split()
-    n = s.n
     if len(parts) >= 2 and parts[0] == "d":
         if parts[1] == "dh" and len(parts) == 4:
             return DealHole(_player(parts[2], n, action), parse_cards(parts[3]))
@@ -327,7 +338,7 @@ def _command(s: HandState, action: str, scale: int) -> Command:
     if verb == "f" and len(parts) == 2:
         return Fold(p)
     if verb == "cc" and len(parts) == 2:
-        return Check(p) if s.bets[p] >= max(s.bets) else Call(p)
+        return ("cc", p, 0)
     if verb == "cbr" and len(parts) == 3:
         amount = parts[2]
         if scale == 1 and amount.isdigit():
@@ -337,7 +348,7 @@ def _command(s: HandState, action: str, scale: int) -> Command:
                 to = _to_minor(Decimal(amount), scale, f"action {action!r}")
             except InvalidOperation:
                 raise PhhError(f"action {action!r}: bad amount") from None
-        return Bet(p, to) if max(s.bets) == 0 else RaiseTo(p, to)
+        return ("cbr", p, to)
     if verb == "sm" and len(parts) == 2:
         return Muck(p)
     if verb == "sm" and len(parts) == 3:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import grpc
 from electric.common.v1 import money_pb2
@@ -32,6 +32,7 @@ from electric.eventlog.v1.envelope_pb2 import Envelope
 from electric.payout.v1 import events_pb2 as payout_events
 from electric.registration.v1 import events_pb2 as registration_events
 from electric.table.v1 import events_pb2 as table_events
+from electric.wallet.v1 import wallet_pb2
 from electric_domain.tournament import TournamentConfig
 from electric_eventlog import (
     ANY,
@@ -58,6 +59,45 @@ TABLE_TOPIC = topic_for("table")
 _STARTED = registration_events.TournamentStarted.DESCRIPTOR.full_name.encode()
 _HAND = table_events.HandStarted.DESCRIPTOR.full_name.encode()
 _FINISHED = table_events.TournamentFinished.DESCRIPTOR.full_name.encode()
+
+
+async def consume(
+    bus: EventBus,
+    topics: list[str],
+    *,
+    group_id: str,
+    handler: Callable[[ReceivedMessage], Awaitable[None]],
+    stop: asyncio.Event,
+) -> None:
+    """``bus.consume`` that resumes at once after the in-process bus's spurious
+    ``RuntimeError('Lock is not acquired.')`` (Python 3.11 ``asyncio.wait_for`` around
+    ``Condition.wait`` can lose the lock on a timeout; offsets are committed per message,
+    so resuming is safe) instead of waiting for the host's restart backoff."""
+    while not stop.is_set():
+        try:
+            await bus.consume(topics, group_id=group_id, handler=handler, stop=stop)
+            return
+        except RuntimeError as exc:
+            if "Lock is not acquired" not in str(exc):
+                raise
+
+
+def _cross_check(
+    tournament_id: str, finished: table_events.TournamentFinished, ours: dict[int, int]
+) -> None:
+    """Log when the table's own prize figures (``FinishingPlace.prize``, informative) differ
+    from payout's computation, which is the one paid."""
+    if "prize" not in table_events.FinishingPlace.DESCRIPTOR.fields_by_name:
+        return
+    for p in finished.places:
+        if p.HasField("prize") and p.prize.cents != ours.get(p.seat, 0):
+            log.warning(
+                "payout.prize_mismatch",
+                tournament_id=tournament_id,
+                seat=p.seat,
+                table_says=p.prize.cents,
+                payout_pays=ours.get(p.seat, 0),
+            )
 
 
 def payout_stream(tournament_id: str) -> str:
@@ -169,6 +209,7 @@ class Payouts:
         pool = started.prize_pool.cents
         if sum(a.amount_cents for a in awards) != pool:  # pragma: no cover - domain invariant
             raise RuntimeError(f"prizes of {tournament_id} do not sum to the pool {pool}")
+        _cross_check(tournament_id, finished, {a.seat: a.amount_cents for a in awards})
         if finished.prize_pool.cents and finished.prize_pool.cents != pool:
             log.warning(
                 "payout.pool_mismatch",
@@ -344,6 +385,14 @@ class Crediter:
         self.wake = asyncio.Event()
         self._lock = asyncio.Lock()
 
+    async def credit(
+        self, key: str, player_id: str, amount: int, place: int
+    ) -> wallet_pb2.Transfer:
+        """The wallet call of one prize (idempotent by ``key``): prize reserve → cash."""
+        return await self.wallet.credit_prize(
+            key, player_id, amount, memo=f"Electric Poker prize, place {place}"
+        )
+
     async def run_once(self) -> int:
         """Credit every awarded prize; the number credited by this pass."""
         done = 0
@@ -351,9 +400,7 @@ class Crediter:
             await asyncio.to_thread(self.payouts.award_pending)
             for tid, place, player, amount, key in await asyncio.to_thread(self.payouts.awarded):
                 try:
-                    transfer = await self.wallet.credit_prize(
-                        key, player, amount, memo=f"Electric Poker prize, place {place}"
-                    )
+                    transfer = await self.credit(key, player, amount, place)
                 except grpc.aio.AioRpcError as err:
                     log.warning(
                         "prize_credit.failed",
@@ -445,13 +492,17 @@ class PayoutConsumers:
         reg, tab = self.registration, self.table
         tasks = [
             asyncio.ensure_future(
-                reg.bus.consume(
-                    reg.topics, group_id=reg.group_id, handler=self.handle_registration, stop=stop
+                consume(
+                    reg.bus,
+                    reg.topics,
+                    group_id=reg.group_id,
+                    handler=self.handle_registration,
+                    stop=stop,
                 )
             ),
             asyncio.ensure_future(
-                tab.bus.consume(
-                    tab.topics, group_id=tab.group_id, handler=self.handle_table, stop=stop
+                consume(
+                    tab.bus, tab.topics, group_id=tab.group_id, handler=self.handle_table, stop=stop
                 )
             ),
         ]

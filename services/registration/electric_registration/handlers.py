@@ -268,6 +268,9 @@ class Attempt:
     attempt: int
     tier: Tier
     entry_ids: list[str]
+    #: True when this joins an attempt already in flight (a client retry racing the first
+    #: call): its reservations are replays, so no fresh balance check.
+    resumed: bool = False
 
 
 @dataclass
@@ -328,7 +331,7 @@ def begin_attempt(
             return Done([e for e in row.entry_ids.split(",") if e])
         attempt = int(row.attempt)
         if row.status == "reserving" and now - _aware(row.updated_at) < stale_after:
-            return Attempt(key, attempt, tier, entry_ids_for(key, attempt, entries))
+            return Attempt(key, attempt, tier, entry_ids_for(key, attempt, entries), resumed=True)
         if row.status in ("reserving", "voiding"):
             # A stale or rolling-back attempt: leave it to the sweeper and refuse for now.
             raise Aborted(
@@ -693,7 +696,7 @@ def start_if_paid(
         table = conn.execute(
             select(t.tables).where(t.tables.c.table_id == table_id).with_for_update()
         ).first()
-        if table is None or table.status != "filled" or table.tournament_started is None:
+        if table is None or table.tournament_started is None or table.started_at is not None:
             return None
         pending = conn.execute(
             select(func.count())
@@ -717,10 +720,11 @@ def start_if_paid(
             correlation_id=correlation_id,
             at=now,
         )
+        status = "running" if table.status == "filled" else table.status
         conn.execute(
             update(t.tables)
             .where(t.tables.c.table_id == table_id)
-            .values(status="running", stream_version=version, started_at=now)
+            .values(status=status, stream_version=version, started_at=now)
         )
         return repo.table_players(conn, [table_id])
 

@@ -109,7 +109,8 @@ class Registrar:
         if isinstance(begun, handlers.Done):
             return await asyncio.to_thread(self._entries, begun.entry_ids), True
         attempt = begun
-        await self._check_funds(attempt, player_id, entries)
+        if not attempt.resumed:
+            await self._check_funds(attempt, player_id, entries)
         await self._reserve(attempt, player_id, entries)
         seated = await self._seat(attempt, player_id, request_id, correlation_id)
         if not seated.current:

@@ -78,7 +78,9 @@ class WalletWork:
         with self.engine.connect() as conn:
             return list(
                 conn.execute(
-                    select(t.tables.c.table_id).where(t.tables.c.status == "filled")
+                    select(t.tables.c.table_id).where(
+                        t.tables.c.tournament_started.is_not(None), t.tables.c.started_at.is_(None)
+                    )
                 ).scalars()
             )
 

@@ -50,8 +50,8 @@ def build_view(rt: TableRuntime, viewer: str, now_ms: int) -> table_pb2.TableVie
         in_engine = hs is not None and p >= 0
         stack = hs.stacks[p] if (live and in_engine) else s.stack
         cards: list[Any] = []
-        if in_engine and hs.hole[p]:
-            texts = t.port.hole_cards(hand, i)
+        if in_engine and hs.hole[p] and (i == my or i in shown):
+            texts = t.port.hole_cards(hand, i) if i == my else shown[i]
             cards = [mapping.card_text(c) for c in texts]
         folded = bool(in_engine and hs.folded[p])
         seats.append(

@@ -235,7 +235,7 @@ async def test_bots_play_twenty_tournaments_and_the_money_adds_up(
             ),
             secret=SECRET,
             bots=30,  # six per tier: two tables of each buy-in play at once
-            mix=(("tag", 1),),  # aggressive: most tournaments end before Electric Mode
+            mix=(("random", 2), ("tag", 1)),  # loose bots end tournaments before Electric Mode
             until_finished=TOURNAMENTS,
             deposit_cents=DEPOSIT,
             seed=7,

@@ -43,7 +43,10 @@ def _check_invariants(s: HandState, total: int) -> None:
 
 
 @settings(
-    max_examples=int(os.environ.get("ENGINE_PROPERTY_EXAMPLES", "300")), deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None
+    max_examples=int(os.environ.get("ENGINE_PROPERTY_EXAMPLES", "300")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    database=None,
 )
 @given(hand=hands(), data=st.data())
 def test_random_play_properties(hand: HoldemHand, data: st.DataObject) -> None:

@@ -28,6 +28,7 @@ import os
 import random
 import time
 import warnings
+from collections import deque
 
 import pytest
 
@@ -67,6 +68,7 @@ _AUTOMATIONS = (
     Automation.CHIPS_PULLING,
 )
 _PK_CARD = [next(iter(Card.parse(card_str(c)))) for c in range(52)]
+_PK_ID = {id(card): i for i, card in enumerate(_PK_CARD)}
 
 
 @pytest.fixture(autouse=True)
@@ -74,16 +76,33 @@ def _memoised_pokerkit_hands(monkeypatch: pytest.MonkeyPatch) -> None:
     install_pokerkit_memo(monkeypatch)
 
 
+def _card_ids(cards: object) -> tuple[int, ...] | None:
+    """Cheap memo key: our card numbers, via the identity of the 52 PokerKit cards we deal
+    (those objects live as long as the module, so their ids are never reused)."""
+    if type(cards) is not tuple and type(cards) is not list:
+        return None
+    out = []
+    for c in cards:  # type: ignore[attr-defined]
+        k = _PK_ID.get(id(c))
+        if k is None:
+            return None
+        out.append(k)
+    return tuple(out)
+
+
 def install_pokerkit_memo(monkeypatch: pytest.MonkeyPatch) -> None:
-    """PokerKit re-evaluates the same hands many times per showdown (``can_win_now``);
-    memoise its own evaluator per (hole, board) so 20,000 hands fit the time budget. The
-    evaluation itself is still PokerKit's."""
+    """PokerKit re-evaluates the same hands many times per showdown (``can_win_now``) and
+    recomputes a hand's lookup key on every comparison; memoise both so 20,000 hands fit the
+    time budget. Every value is still computed by PokerKit itself the first time."""
     original = StandardHighHand.from_game.__func__  # type: ignore[attr-defined]
     cache: dict[tuple[object, ...], object] = {}
 
     def from_game(cls: type, hole_cards: object, board_cards: object = ()) -> object:
         hole, board = Card.clean(hole_cards), Card.clean(board_cards)
-        key = (cls, hole, board)
+        h, b = _card_ids(hole), _card_ids(board)
+        if h is None or b is None:
+            return original(cls, hole, board)
+        key = (cls, h, b)
         hit = cache.get(key)
         if hit is None:
             if len(cache) > 200_000:
@@ -92,12 +111,14 @@ def install_pokerkit_memo(monkeypatch: pytest.MonkeyPatch) -> None:
         return hit
 
     monkeypatch.setattr(StandardHighHand, "from_game", classmethod(from_game))
-    # PokerKit recomputes a hand's lookup key on every comparison; memoise it too.
     original_key = Lookup._get_key
-    keys: dict[tuple[int, object], object] = {}
+    keys: dict[tuple[int, tuple[int, ...]], object] = {}
 
     def _get_key(self: object, cards: object) -> object:
-        k = (id(self), cards if type(cards) is tuple else Card.clean(cards))
+        ids = _card_ids(cards)
+        if ids is None:
+            return original_key(self, cards)
+        k = (id(self), ids)
         hit = keys.get(k)
         if hit is None:
             if len(keys) > 500_000:
@@ -183,6 +204,12 @@ def play_one(seed: int) -> int:
         n,
         mode=Mode.TOURNAMENT,
     )
+    # PokerKit deals (and burns) from its own deck: stack it in the order we deal, so its
+    # card bookkeeping stays cheap (burn cards are positions 2n+5..2n+7 of our deck)
+    b0 = 2 * n
+    pk_order = [*deck[:b0], deck[b0 + 5], *deck[b0 : b0 + 3], deck[b0 + 6], deck[b0 + 3]]
+    pk_order += [deck[b0 + 7], deck[b0 + 4], *deck[b0 + 8 :]]
+    pk.deck_cards = deque(_PK_CARD[c] for c in pk_order)
     s, _ = step(initial_state(config), PostForcedBets())
     hole = {ours_of[j]: (deck[2 * j], deck[2 * j + 1]) for j in range(n)}
     board_pos = iter(((2 * n, 2 * n + 1, 2 * n + 2), (2 * n + 3,), (2 * n + 4,)))

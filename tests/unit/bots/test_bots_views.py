@@ -15,6 +15,7 @@ from electric_bots.views import (
     is_my_turn,
     legal_from_view,
     offered_pre_actions,
+    safe_fields,
 )
 from electric_domain.cards import parse_card
 from electric_domain.tournament.bots import BOTS, Decide, TightAggressiveBot
@@ -102,7 +103,7 @@ def test_legal_from_view_uses_street_totals() -> None:
     assert checked.can_check and checked.call_amount == 0 and checked.min_raise_to == 20
 
 
-def test_short_stack_all_in_is_the_only_raise() -> None:
+def test_short_all_in_is_not_taken_for_a_raise() -> None:
     view = _view(
         legal=[
             (T.ACTION_TYPE_FOLD, 0, 0),
@@ -112,8 +113,11 @@ def test_short_stack_all_in_is_the_only_raise() -> None:
         my_stack=20,
     )
     legal = legal_from_view(view)
-    assert (legal.min_raise_to, legal.max_raise_to) == (30, 30)
-    assert act_fields(Decide(Move.RAISE_TO, 100, 0), view) == (T.ACTION_TYPE_ALL_IN, 0)
+    # Whether a short all-in re-opens the betting is not in the view: the bot only calls.
+    assert (legal.min_raise_to, legal.max_raise_to) == (None, None)
+    assert act_fields(Decide(Move.RAISE_TO, 100, 0), view) == (T.ACTION_TYPE_CALL, 0)
+    assert act_fields(Decide(Move.ALL_IN, 0, 0), view) == (T.ACTION_TYPE_CALL, 0)
+    assert safe_fields(view) == (T.ACTION_TYPE_CALL, 0)
 
 
 def test_context_sees_own_cards_board_and_pot() -> None:
@@ -130,9 +134,12 @@ def test_decisions_become_offered_actions() -> None:
     assert act_fields(Decide(Move.FOLD, 0, 0), view) == (T.ACTION_TYPE_FOLD, 0)
     assert act_fields(Decide(Move.CALL, 0, 0), view) == (T.ACTION_TYPE_CALL, 0)
     assert act_fields(Decide(Move.RAISE_TO, 60, 0), view) == (T.ACTION_TYPE_RAISE, 60)
-    assert act_fields(Decide(Move.RAISE_TO, 9999, 0), view) == (T.ACTION_TYPE_RAISE, 500)
+    assert act_fields(Decide(Move.RAISE_TO, 9999, 0), view) == (T.ACTION_TYPE_ALL_IN, 0)
+    assert act_fields(Decide(Move.RAISE_TO, 499, 0), view) == (T.ACTION_TYPE_RAISE, 499)
     assert act_fields(Decide(Move.RAISE_TO, 1, 0), view) == (T.ACTION_TYPE_RAISE, 40)
     assert act_fields(Decide(Move.ALL_IN, 0, 0), view) == (T.ACTION_TYPE_ALL_IN, 0)
+    assert act_fields(Decide(Move.RAISE_TO, 500, 0), view) == (T.ACTION_TYPE_ALL_IN, 0)
+    assert legal_from_view(view).max_raise_to == 500
     free = _view(legal=[(T.ACTION_TYPE_CHECK, 0, 0), (T.ACTION_TYPE_BET, 20, 500)], my_bet=20)
     # A strategy's fold when checking is free becomes a check; a call becomes a check too.
     assert act_fields(Decide(Move.FOLD, 0, 0), free) == (T.ACTION_TYPE_CHECK, 0)

@@ -117,6 +117,29 @@ class Stack:
             metadata=md(player),
         )
 
+    async def open_wallet(self, player: str) -> None:
+        await self.wallet.OpenPlayerAccounts(
+            wallet_pb2.OpenPlayerAccountsRequest(player_id=player), metadata=OPS
+        )
+
+    def registration_events(self, table_id: str) -> list[Any]:
+        """The decoded events of a registration table's stream."""
+        engine = self.engine("registration")
+        store = EventStore(engine, producer="registration")
+        with engine.connect() as conn:
+            return [
+                store.decode(e) for e in store.read_stream(conn, f"registration-table-{table_id}")
+            ]
+
+    async def tournament_started(self, table_id: str) -> Any:
+        """Wait for the table's TournamentStarted and return it."""
+
+        async def check() -> Any:
+            evs = self.registration_events(table_id)
+            return next((e for e in evs if type(e).__name__ == "TournamentStarted"), None)
+
+        return await eventually(check)
+
     async def my_tables(
         self, player: str, include_finished: bool = False
     ) -> list[registration_pb2.MyTable]:
@@ -174,22 +197,26 @@ async def start_stack(
 
 
 class FakeTable:
-    """Appends table events to a "table" event store and relays them to the bus."""
+    """Appends events to a ``producer`` ("table" by default) event store of its own and
+    relays them to the bus: genuine envelopes on that service's topic."""
 
-    def __init__(self, url: str, bus: InProcessBus) -> None:
+    def __init__(self, url: str, bus: InProcessBus, producer: str = "table") -> None:
         self.engine = create_engine(url)
         migrate(self.engine)
-        self.store = EventStore(self.engine, producer="table")
+        self.store = EventStore(self.engine, producer=producer)
         self.relay = OutboxRelay(self.engine, bus, topic=self.store.topic)
         self.bus = bus
 
-    async def emit(self, table_id: str, *events: Any) -> None:
-        def append() -> None:
-            with self.engine.begin() as conn:
-                self.store.append(conn, f"table-{table_id}", ANY, list(events))
+    async def emit(self, table_id: str, *events: Any, stream: str = "") -> list[Any]:
+        """Append ``events`` to ``stream`` (default ``table-<id>``) and relay them."""
 
-        await asyncio.to_thread(append)
+        def append() -> list[Any]:
+            with self.engine.begin() as conn:
+                return self.store.append(conn, stream or f"table-{table_id}", ANY, list(events))
+
+        stored = await asyncio.to_thread(append)
         await self.relay.publish_once()
+        return stored
 
     async def redeliver(self, event_type: str) -> int:
         """Publish again every message of the table topic of ``event_type`` (a duplicate

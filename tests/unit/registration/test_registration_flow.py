@@ -4,6 +4,7 @@ events it publishes, and the wallet's view of every step."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -36,9 +37,7 @@ def events_of(stack: Stack, table_id: str) -> list[object]:
     engine = stack.engine("registration")
     store = EventStore(engine, producer="registration")
     with engine.connect() as conn:
-        return [
-            store.decode(e) for e in store.read_stream(conn, f"registration-table-{table_id}")
-        ]
+        return [store.decode(e) for e in store.read_stream(conn, f"registration-table-{table_id}")]
 
 
 async def test_three_entries_unregister_one_then_refused_after_fill(stack: Stack) -> None:
@@ -74,9 +73,7 @@ async def test_three_entries_unregister_one_then_refused_after_fill(stack: Stack
     assert voided.posted_amount == 0
     bal = await stack.balance("alice")
     assert (bal.cash, bal.reserved) == (800, 200)
-    assert {t.table_id for t in await stack.my_tables("alice")} == {
-        e.table_id for e in entries[1:]
-    }
+    assert {t.table_id for t in await stack.my_tables("alice")} == {e.table_id for e in entries[1:]}
     kinds = [type(e).__name__ for e in events_of(stack, gone.table_id)]
     assert kinds[-1] == "PlayerUnregistered"
     # Unregistering again is idempotent.
@@ -267,3 +264,16 @@ async def test_register_edge_cases(stack: Stack) -> None:
             metadata=md("dora"),
         )
     assert info.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+
+
+async def test_concurrent_retries_of_one_request_reserve_once(stack: Stack) -> None:
+    """A client retrying while its first call is still in flight (exactly enough money for
+    one request): both answers carry the same entries, one reservation each."""
+    await stack.deposit("fay", 200)
+    calls = [stack.register("fay", entries=2, request_id="same") for _ in range(3)]
+    results = await asyncio.gather(*calls)
+    ids = {tuple(e.entry_id for e in r.entries) for r in results}
+    assert len(ids) == 1 and len(next(iter(ids))) == 2
+    b = await stack.balance("fay")
+    assert (b.cash, b.reserved) == (0, 200)
+    assert len(await stack.my_tables("fay")) == 2

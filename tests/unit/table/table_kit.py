@@ -147,12 +147,33 @@ class Bot:
     acted: dict[str, tuple[int, int]] = field(default_factory=dict)  # request id -> (hand, seq)
     errors: list[grpc.StatusCode] = field(default_factory=list)
     think: float = 0.0
+    reconnects: int = 0
+    retries: int = 0
 
     async def play(self, target: str, *, stop_after_hands: int = 0) -> None:
+        """Play until the tournament finishes; survives server restarts (reconnects, and
+        retries an unanswered Act with the SAME request id until it gets an answer)."""
         rng = random.Random(self.seed or hash(self.name))
+        seen: set[tuple[int, int]] = set()
+        while True:
+            try:
+                if await self._session(target, rng, seen, stop_after_hands):
+                    return
+            except grpc.aio.AioRpcError as err:
+                if err.code() not in _RETRY:
+                    raise
+                self.reconnects += 1
+            await asyncio.sleep(0.2)
+
+    async def _session(
+        self,
+        target: str,
+        rng: random.Random,
+        seen: set[tuple[int, int]],
+        stop_after_hands: int,
+    ) -> bool:
         async with grpc.aio.insecure_channel(target) as ch:
             stub = table_pb2_grpc.TableServiceStub(ch)
-            seen: set[tuple[int, int]] = set()
             stream = stub.WatchTable(
                 table_pb2.WatchTableRequest(table_id=self.table_id), metadata=md(self.name)
             )
@@ -160,9 +181,9 @@ class Bot:
                 view = resp.table
                 self.views.append(view)
                 if view.status == table_pb2.TABLE_STATUS_FINISHED:
-                    return
+                    return True
                 if stop_after_hands and view.hand_number >= stop_after_hands:
-                    return
+                    return True
                 if self.passive or not view.legal_actions:
                     continue
                 key = (view.hand_number, view.action_seq)
@@ -172,25 +193,43 @@ class Bot:
                 if self.think:
                     await asyncio.sleep(rng.uniform(0, self.think))
                 action, amount = choose(view, rng)
-                rid = str(uuid.uuid4())
-                try:
-                    await stub.Act(
-                        table_pb2.ActRequest(
-                            request_id=rid,
-                            table_id=self.table_id,
-                            hand_number=view.hand_number,
-                            action_seq=view.action_seq,
-                            action=action,  # type: ignore[arg-type]
-                            amount=amount,
-                        ),
-                        metadata=md(self.name),
-                        timeout=10,
+                await self._act(target, view, action, amount)
+            return False  # the stream ended without a finish (server stopping): reconnect
+
+    async def _act(self, target: str, view: table_pb2.TableView, action: int, amount: int) -> None:
+        rid = str(uuid.uuid4())
+        req = table_pb2.ActRequest(
+            request_id=rid,
+            table_id=self.table_id,
+            hand_number=view.hand_number,
+            action_seq=view.action_seq,
+            action=action,  # type: ignore[arg-type]
+            amount=amount,
+        )
+        while True:
+            try:
+                async with grpc.aio.insecure_channel(target) as ch:
+                    await table_pb2_grpc.TableServiceStub(ch).Act(
+                        req, metadata=md(self.name), timeout=10
                     )
-                    self.acted[rid] = key
-                except grpc.aio.AioRpcError as err:
-                    # A timer may have acted first; anything else is a failure.
-                    assert err.code() is grpc.StatusCode.FAILED_PRECONDITION, err
-                    self.errors.append(err.code())
+                self.acted[rid] = (view.hand_number, view.action_seq)
+                return
+            except grpc.aio.AioRpcError as err:
+                if err.code() in _RETRY:
+                    self.retries += 1
+                    await asyncio.sleep(0.3)
+                    continue
+                # A timer may have acted first; anything else is a failure.
+                assert err.code() is grpc.StatusCode.FAILED_PRECONDITION, err
+                self.errors.append(err.code())
+                return
+
+
+_RETRY = (
+    grpc.StatusCode.UNAVAILABLE,
+    grpc.StatusCode.DEADLINE_EXCEEDED,
+    grpc.StatusCode.CANCELLED,
+)
 
 
 def decode_stream(envelopes: Sequence[Envelope]) -> list[tuple[int, Any]]:

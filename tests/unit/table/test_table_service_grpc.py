@@ -92,7 +92,9 @@ async def my_turn(env: Env, table_id: str, timeout: float = 20) -> tuple[str, ta
     while True:
         for p in PLAYERS:
             v = (
-                await env.stub.GetTable(table_pb2.GetTableRequest(table_id=table_id), metadata=md(p))
+                await env.stub.GetTable(
+                    table_pb2.GetTableRequest(table_id=table_id), metadata=md(p)
+                )
             ).table
             if v.legal_actions:
                 return p, v
@@ -121,10 +123,14 @@ async def test_full_tournament_over_grpc_with_private_views(env: Env) -> None:
     # Deck seeds are published only at the end of their hand; commitments match.
     import hashlib
 
-    commitments = {m.hand_number: m.deck_commitment for _, m in events if isinstance(m, tev.HandStarted)}
+    commitments = {
+        m.hand_number: m.deck_commitment for _, m in events if isinstance(m, tev.HandStarted)
+    }
     for _, m in events:
         if isinstance(m, tev.HandEnded):
-            assert hashlib.sha256(bytes.fromhex(m.deck_seed)).hexdigest() == commitments[m.hand_number]
+            assert (
+                hashlib.sha256(bytes.fromhex(m.deck_seed)).hexdigest() == commitments[m.hand_number]
+            )
         if isinstance(m, tev.HandEngineEvent) and m.kind == "DeckEscrowed":
             assert m.domain.redacted and '"seed_hex":""' in m.domain.canonical_json
     # Privacy: every message of every player's stream.
@@ -181,7 +187,11 @@ async def test_permissions_not_found_stale_and_bad_amounts(env: Env) -> None:
         assert detail.current_action_seq == view.action_seq
     # Bad amounts: INVALID_ARGUMENT.
     raise_kind = next(
-        (a for a in view.legal_actions if a.type in (table_pb2.ACTION_TYPE_RAISE, table_pb2.ACTION_TYPE_BET)),
+        (
+            a
+            for a in view.legal_actions
+            if a.type in (table_pb2.ACTION_TYPE_RAISE, table_pb2.ACTION_TYPE_BET)
+        ),
         None,
     )
     assert raise_kind is not None
@@ -198,7 +208,10 @@ async def test_permissions_not_found_stale_and_bad_amounts(env: Env) -> None:
         await env.stub.GetTable(table_pb2.GetTableRequest(table_id=table_id), metadata=md(player))
     ).table
     assert (after.hand_number, after.action_seq) == (view.hand_number, view.action_seq)
-    assert not any(isinstance(m, tev.ActionTaken) and m.source == tev.ACTION_SOURCE_PLAYER for _, m in env.events(table_id))
+    assert not any(
+        isinstance(m, tev.ActionTaken) and m.source == tev.ACTION_SOURCE_PLAYER
+        for _, m in env.events(table_id)
+    )
     # An unknown table for queries too.
     with pytest.raises(grpc.aio.AioRpcError) as info:
         await env.stub.GetTable(table_pb2.GetTableRequest(table_id="nope"), metadata=md(player))
@@ -223,15 +236,24 @@ async def test_duplicate_request_id_is_applied_once(env: Env) -> None:
     assert all(isinstance(r, table_pb2.ActResponse) for r in results), results
     again = await env.stub.Act(req, metadata=md(player))
     assert again.table.hand_number == view.hand_number
-    taken = [m for _, m in env.events(table_id) if isinstance(m, tev.ActionTaken) and m.request_id == "dup-1"]
+    taken = [
+        m
+        for _, m in env.events(table_id)
+        if isinstance(m, tev.ActionTaken) and m.request_id == "dup-1"
+    ]
     assert len(taken) == 1 and taken[0].action == table_pb2.ACTION_TYPE_CALL
     # The same id for another RPC is refused.
     with pytest.raises(grpc.aio.AioRpcError) as info:
-        await env.stub.SitOut(table_pb2.SitOutRequest(request_id="dup-1", table_id=table_id), metadata=md(player))
+        await env.stub.SitOut(
+            table_pb2.SitOutRequest(request_id="dup-1", table_id=table_id), metadata=md(player)
+        )
     assert info.value.code() is grpc.StatusCode.INVALID_ARGUMENT
     # A refused request gives the same refusal on retry.
     stale = table_pb2.ActRequest(
-        request_id="stale-1", table_id=table_id, hand_number=999, action_seq=1,
+        request_id="stale-1",
+        table_id=table_id,
+        hand_number=999,
+        action_seq=1,
         action=table_pb2.ACTION_TYPE_FOLD,
     )
     for _ in range(2):
@@ -244,7 +266,11 @@ async def test_timeouts_auto_check_or_fold_and_sit_out(env: Env) -> None:
     table_id = await start(env, action_timer_ms=200, time_bank_ms=200, level_ms=60_000)
 
     def timeouts() -> list[Any]:
-        return [m for _, m in env.events(table_id) if isinstance(m, tev.ActionTaken) and m.source == tev.ACTION_SOURCE_TIMEOUT]
+        return [
+            m
+            for _, m in env.events(table_id)
+            if isinstance(m, tev.ActionTaken) and m.source == tev.ACTION_SOURCE_TIMEOUT
+        ]
 
     # Nobody acts: the action timers run out and the table plays itself.
     def sitting_out_acts() -> int:
@@ -264,15 +290,23 @@ async def test_timeouts_auto_check_or_fold_and_sit_out(env: Env) -> None:
     # Two consecutive timeouts sit a player out; a sitting-out player is auto-acted at once.
     sat_out = [m for _, m in events if isinstance(m, tev.PlayerSatOut)]
     assert sat_out and all(m.reason == tev.SIT_OUT_REASON_TIMEOUT for m in sat_out)
-    assert any(isinstance(m, tev.ActionTaken) and m.source == tev.ACTION_SOURCE_SITTING_OUT for _, m in events)
+    assert any(
+        isinstance(m, tev.ActionTaken) and m.source == tev.ACTION_SOURCE_SITTING_OUT
+        for _, m in events
+    )
     # SitIn brings a player back (through the API, with a request id).
     who = sat_out[0].player_id
-    resp = await env.stub.SitIn(table_pb2.SitInRequest(request_id="in-1", table_id=table_id), metadata=md(who))
+    resp = await env.stub.SitIn(
+        table_pb2.SitInRequest(request_id="in-1", table_id=table_id), metadata=md(who)
+    )
     mine = next(s for s in resp.table.seats if s.player_id == who)
     assert not mine.sitting_out or any(
-        isinstance(m, tev.PlayerSatOut) and m.player_id == who for _, m in env.events(table_id)[len(events):]
+        isinstance(m, tev.PlayerSatOut) and m.player_id == who
+        for _, m in env.events(table_id)[len(events) :]
     )
-    assert any(isinstance(m, tev.PlayerSatIn) and m.request_id == "in-1" for _, m in env.events(table_id))
+    assert any(
+        isinstance(m, tev.PlayerSatIn) and m.request_id == "in-1" for _, m in env.events(table_id)
+    )
 
 
 async def test_pre_actions_and_watch_push(env: Env) -> None:
@@ -281,19 +315,26 @@ async def test_pre_actions_and_watch_push(env: Env) -> None:
     others = [p for p in PLAYERS if p != player]
     # Someone else selects a pre-turn action offered to them.
     for o in others:
-        v = (await env.stub.GetTable(table_pb2.GetTableRequest(table_id=table_id), metadata=md(o))).table
+        v = (
+            await env.stub.GetTable(table_pb2.GetTableRequest(table_id=table_id), metadata=md(o))
+        ).table
         if v.pre_actions_offered:
             pre = v.pre_actions_offered[0]
             r = await env.stub.SetPreAction(
                 table_pb2.SetPreActionRequest(
-                    request_id="pre-1", table_id=table_id, hand_number=v.hand_number,
-                    action_seq=v.action_seq, pre_action=pre,
+                    request_id="pre-1",
+                    table_id=table_id,
+                    hand_number=v.hand_number,
+                    action_seq=v.action_seq,
+                    pre_action=pre,
                 ),
                 metadata=md(o),
             )
             assert r.table.your_pre_action == pre
             c = await env.stub.ClearPreAction(
-                table_pb2.ClearPreActionRequest(request_id="clr-1", table_id=table_id, hand_number=v.hand_number),
+                table_pb2.ClearPreActionRequest(
+                    request_id="clr-1", table_id=table_id, hand_number=v.hand_number
+                ),
                 metadata=md(o),
             )
             assert c.table.your_pre_action == table_pb2.PRE_ACTION_TYPE_UNSPECIFIED
@@ -303,16 +344,23 @@ async def test_pre_actions_and_watch_push(env: Env) -> None:
     kinds = [type(m).__name__ for _, m in env.events(table_id)]
     assert "PreActionSet" in kinds and "PreActionCleared" in kinds
     # WatchTable pushes the change caused by an Act at once.
-    stream = env.stub.WatchTable(table_pb2.WatchTableRequest(table_id=table_id), metadata=md(others[0]))
+    stream = env.stub.WatchTable(
+        table_pb2.WatchTableRequest(table_id=table_id), metadata=md(others[0])
+    )
     first = await stream.read()
     assert first.table.action_seq == view.action_seq
     await env.stub.Act(
         table_pb2.ActRequest(
-            request_id="w-1", table_id=table_id, hand_number=view.hand_number,
-            action_seq=view.action_seq, action=table_pb2.ACTION_TYPE_FOLD,
+            request_id="w-1",
+            table_id=table_id,
+            hand_number=view.hand_number,
+            action_seq=view.action_seq,
+            action=table_pb2.ACTION_TYPE_FOLD,
         ),
         metadata=md(player),
     )
     nxt = await asyncio.wait_for(stream.read(), timeout=2)
-    assert nxt.table.version > first.table.version and nxt.event_type.startswith("electric.table.v1.")
+    assert nxt.table.version > first.table.version and nxt.event_type.startswith(
+        "electric.table.v1."
+    )
     stream.cancel()
