@@ -34,7 +34,7 @@ from electric_bots.player import BotPlayer, BotSettings, BotStats, Channels
 _log = get_logger("electric.bots")
 
 #: Default strategy mix: loose random players (they end tournaments quickly) and tight ones.
-DEFAULT_MIX: tuple[tuple[str, int], ...] = (("random", 2), ("tag", 1))
+DEFAULT_MIX: tuple[tuple[str, int], ...] = (("random", 3), ("tag", 1))
 
 
 @dataclass(frozen=True)
@@ -114,6 +114,20 @@ def assign(
         strategy = names[(n // len(usable)) % len(names)]
         out.append(BotAssignment(f"{prefix}-{n + 1}", tier, strategy))
     return out
+
+
+def parse_mix(text: str) -> tuple[tuple[str, int], ...]:
+    """``random:2,tag:1`` -> ((random, 2), (tag, 1)); a name alone weighs 1."""
+    out = []
+    for part in text.split(","):
+        name, _, weight = part.strip().partition(":")
+        if name not in BOTS:
+            raise ValueError(f"unknown bot strategy {name!r}; known: {', '.join(BOTS)}")
+        n = int(weight) if weight else 1
+        if n <= 0:
+            raise ValueError(f"weight of {name!r} must be positive")
+        out.append((name, n))
+    return tuple(out)
 
 
 def make_strategy(name: str) -> Bot:

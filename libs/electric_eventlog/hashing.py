@@ -29,25 +29,40 @@ def occurred_at_micros(envelope: Envelope) -> int:
 
 def canonical_bytes(envelope: Envelope) -> bytes:
     """The bytes hashed for ``envelope`` (its ``hash`` field is not part of them)."""
-    fields: list[bytes] = [
-        envelope.prev_hash.encode(),
-        envelope.stream_id.encode(),
-        str(envelope.stream_version).encode(),
-        str(envelope.global_position).encode(),
-        envelope.event_id.encode(),
-        envelope.event_type.encode(),
-        str(occurred_at_micros(envelope)).encode(),
-        envelope.correlation_id.encode(),
-        envelope.causation_id.encode(),
-        envelope.producer.encode(),
-        envelope.payload.type_url.encode(),
-        envelope.payload.value,
-    ]
-    parts = [HASH_TAG]
-    for field in fields:
-        parts.append(len(field).to_bytes(8, "big"))
-        parts.append(field)
-    return b"".join(parts)
+    return b"".join(
+        (
+            HASH_TAG,
+            field(envelope.prev_hash.encode()),
+            field(envelope.stream_id.encode()),
+            field(str(envelope.stream_version).encode()),
+            field(str(envelope.global_position).encode()),
+            canonical_tail(envelope),
+        )
+    )
+
+
+def field(value: bytes) -> bytes:
+    """One field of the canonical encoding: 8-byte big-endian length, then the bytes."""
+    return len(value).to_bytes(8, "big") + value
+
+
+def canonical_tail(envelope: Envelope) -> bytes:
+    """The encoded fields after ``global_position`` (event id .. payload value): known
+    before positions are allocated, so the PostgreSQL fast path of the store sends them
+    ready-made and the database only prepends the four position-dependent fields."""
+    return b"".join(
+        field(part)
+        for part in (
+            envelope.event_id.encode(),
+            envelope.event_type.encode(),
+            str(occurred_at_micros(envelope)).encode(),
+            envelope.correlation_id.encode(),
+            envelope.causation_id.encode(),
+            envelope.producer.encode(),
+            envelope.payload.type_url.encode(),
+            envelope.payload.value,
+        )
+    )
 
 
 def compute_hash(envelope: Envelope) -> str:

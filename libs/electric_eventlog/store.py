@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, NoReturn, cast
 
+import psycopg
 from electric.eventlog.v1.envelope_pb2 import Envelope
 from google.protobuf import any_pb2
 from google.protobuf.message import Message
@@ -26,7 +27,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from . import schema
 from .codec import envelope_from_row, row_from_envelope, to_utc
 from .errors import ConcurrencyError, DuplicateEventError, SchemaError, StreamNotFoundError
-from .hashing import compute_hash
+from .hashing import HASH_TAG, canonical_tail, compute_hash, field
 from .model import ANY, STREAM_EXISTS, Expected, NewEvent, Snapshot
 from .registry import PayloadRegistry, default_registry, pack, type_name_of
 from .topics import topic_for
@@ -50,35 +51,71 @@ _TIP = (
 _INSERT_EVENTS = insert(schema.events)
 _INSERT_OUTBOX = insert(schema.outbox)
 
-# PostgreSQL + psycopg fast path (see docs/event-store.md, "Performance"): the same two
-# statements as _ALLOCATE and _TIP, sent together in ONE pipeline (one round trip; the
-# server still runs them in order, each with a fresh READ COMMITTED snapshot, so the tip
-# is read after the head-row lock was granted), then ONE statement that inserts every
-# event of the batch and its outbox rows from arrays (one round trip, one cached plan for
-# any batch size). Arrays go in binary format (%b): no per-element quoting on the client.
+# PostgreSQL + psycopg fast path (docs/event-store.md, "Performance"): the whole append
+# is ONE network round trip, a pipeline of three statements that the server runs in
+# order, each with its own READ COMMITTED snapshot:
+#   1. _PG_ALLOCATE: the head-row UPDATE (the same allocation and lock as _ALLOCATE);
+#   2. _PG_TIP: the stream tip, read after the lock was granted (for the error message);
+#   3. _PG_INSERT: reads the tip again (same lock, so the same answer), checks the expected
+#      version, computes versions, positions and the SHA-256 chain in SQL over the
+#      canonical encoding (the client sends each event's position-independent tail,
+#      hashing.canonical_tail) and inserts the events and their outbox rows.
+# The head-row lock is thus held for the server-side work and the commit only, never
+# across a client round trip. Arrays go in binary format (%b): no client-side quoting.
 _PG_ALLOCATE = (
-    "UPDATE eventlog_head SET last_position = last_position + %s WHERE id = 1 "
+    "UPDATE eventlog_head SET last_position = last_position + %(count)s::bigint WHERE id = 1 "
     "RETURNING last_position"
 )
 _PG_TIP = (
-    "SELECT stream_version, hash FROM eventlog_events WHERE stream_id = %s "
+    "SELECT stream_version, hash FROM eventlog_events WHERE stream_id = %(stream_id)s::text "
     "ORDER BY stream_version DESC LIMIT 1"
 )
-_PG_INSERT_EVENTS = (
-    "INSERT INTO eventlog_events (global_position, stream_id, stream_version, event_id, "
-    "event_type, occurred_at, recorded_at, correlation_id, causation_id, producer, "
-    "payload_type_url, payload, prev_hash, hash) "
-    "SELECT u.gp, %(stream_id)s, u.sv, u.eid, u.et, u.oa, %(recorded_at)s, "
-    "%(correlation_id)s, u.caus, %(producer)s, u.tu, u.pl, u.ph, u.h "
-    "FROM unnest(%(gp)b::bigint[], %(sv)b::bigint[], %(eid)b::text[], %(et)b::text[], "
-    "%(oa)b::timestamptz[], %(caus)b::text[], %(tu)b::text[], %(pl)b::bytea[], "
-    "%(ph)b::text[], %(h)b::text[]) AS u(gp, sv, eid, et, oa, caus, tu, pl, ph, h)"
+
+
+def _pg_hash(prev: str, version: str, position: str, tail: str) -> str:
+    """SQL for hashing.compute_hash of one event (``canonical_bytes``, field by field)."""
+
+    def field(text: str) -> str:
+        return f"int8send(octet_length({text})::bigint) || convert_to({text}, 'UTF8')"
+
+    return (
+        f"encode(sha256(%(tag)b::bytea || {field(prev)} || %(stream_field)b::bytea || "
+        f"{field(f'({version})::text')} || {field(f'({position})::text')} || {tail}), 'hex')"
+    )
+
+
+_PG_INSERT = (
+    "WITH RECURSIVE "
+    "tip AS (SELECT coalesce(t.stream_version, 0) AS v, coalesce(t.hash, '') AS h "
+    " FROM (SELECT 1) AS one LEFT JOIN LATERAL (SELECT stream_version, hash"
+    " FROM eventlog_events WHERE stream_id = %(stream_id)s::text"
+    " ORDER BY stream_version DESC LIMIT 1) AS t ON true), "
+    "head AS (SELECT last_position - %(count)s::bigint AS base FROM eventlog_head WHERE id = 1), "
+    "new AS (SELECT * FROM unnest(%(eid)b::text[], %(et)b::text[], %(oa)b::timestamptz[],"
+    " %(caus)b::text[], %(tu)b::text[], %(pl)b::bytea[], %(tail)b::bytea[])"
+    " WITH ORDINALITY AS n(eid, et, oa, caus, tu, pl, tail, ord)), "
+    "chain AS ("
+    " SELECT n.ord, tip.v + 1 AS sv, head.base + 1 AS gp, tip.h AS prev, "
+    + _pg_hash("tip.h", "tip.v + 1", "head.base + 1", "n.tail")
+    + " AS hash FROM tip, head, new AS n WHERE n.ord = 1 AND CASE %(mode)s::int"
+    " WHEN 0 THEN true WHEN 1 THEN tip.v = %(expected)s::bigint ELSE tip.v > 0 END"
+    " UNION ALL"
+    " SELECT n.ord, c.sv + 1, c.gp + 1, c.hash, "
+    + _pg_hash("c.hash", "c.sv + 1", "c.gp + 1", "n.tail")
+    + " FROM chain AS c JOIN new AS n ON n.ord = c.ord + 1), "
+    "ev AS (INSERT INTO eventlog_events (global_position, stream_id, stream_version,"
+    " event_id, event_type, occurred_at, recorded_at, correlation_id, causation_id,"
+    " producer, payload_type_url, payload, prev_hash, hash)"
+    " SELECT c.gp, %(stream_id)s::text, c.sv, n.eid, n.et, n.oa, %(recorded_at)s::timestamptz,"
+    " %(correlation_id)s::text, n.caus, %(producer)s::text, n.tu, n.pl, c.prev, c.hash"
+    " FROM chain AS c JOIN new AS n ON n.ord = c.ord"
+    " RETURNING global_position, stream_version, prev_hash, hash), "
+    "ob AS (INSERT INTO eventlog_outbox (global_position, topic, created_at)"
+    " SELECT global_position, %(topic)s::text, %(recorded_at)s::timestamptz FROM ev WHERE %(topic)s::text <> '') "
+    "SELECT global_position, stream_version, prev_hash, hash FROM ev ORDER BY global_position"
 )
-_PG_INSERT_EVENTS_AND_OUTBOX = (
-    f"WITH ev AS ({_PG_INSERT_EVENTS} RETURNING global_position) "
-    "INSERT INTO eventlog_outbox (global_position, topic, created_at) "
-    "SELECT global_position, %(topic)s, %(recorded_at)s FROM ev"
-)
+#: ``mode`` of _PG_INSERT's expected-version check.
+_MODE_ANY, _MODE_EXACT, _MODE_EXISTS = 0, 1, 2
 
 
 def utc_now() -> datetime:
@@ -137,42 +174,51 @@ class EventStore:
         if not events:
             self._check_expected(stream_id, expected_version, self.current_version(conn, stream_id))
             return []
-        fast = self._pg_fast_path(conn)
-        if fast:
-            end, version, prev_hash = self._pg_allocate_and_read_tip(conn, len(events), stream_id)
-        else:
-            end = self._allocate_positions(conn, len(events))
-            # Read the stream tip only now, under the allocation lock, so it cannot move
-            # under us.
-            tip = conn.execute(_TIP, {"stream_id": stream_id}).first()
-            version, prev_hash = (tip[0], tip[1]) if tip else (0, "")
+        if self._pg_fast_path(conn):
+            return self._pg_append(
+                conn, stream_id, expected_version, events, correlation_id, causation_id, occurred_at
+            )
+        end = self._allocate_positions(conn, len(events))
+        # Read the stream tip only now, under the allocation lock, so it cannot move under us.
+        tip = conn.execute(_TIP, {"stream_id": stream_id}).first()
+        version, prev_hash = (tip[0], tip[1]) if tip else (0, "")
         self._check_expected(stream_id, expected_version, version)
+        envelopes = self._envelopes(stream_id, events, correlation_id, causation_id, occurred_at)
+        for offset, envelope in enumerate(envelopes):
+            envelope.stream_version = version + offset + 1
+            envelope.global_position = end - len(events) + offset + 1
+            envelope.prev_hash = prev_hash
+            envelope.hash = compute_hash(envelope)
+            prev_hash = envelope.hash
+        self._insert(conn, stream_id, envelopes)
+        return envelopes
+
+    def _envelopes(
+        self,
+        stream_id: str,
+        events: Sequence[Message | NewEvent],
+        correlation_id: str,
+        causation_id: str,
+        occurred_at: datetime | None,
+    ) -> list[Envelope]:
+        """The envelopes of ``events`` without versions, positions and hashes."""
         default_at = to_utc(occurred_at or self._clock())
         envelopes: list[Envelope] = []
-        for offset, item in enumerate(events):
+        for item in events:
             new = item if isinstance(item, NewEvent) else NewEvent(payload=item)
             payload = pack(new.payload)
             envelope = Envelope(
                 event_id=new.event_id or str(uuid.uuid4()),
                 stream_id=stream_id,
-                stream_version=version + offset + 1,
-                global_position=end - len(events) + offset + 1,
                 event_type=type_name_of(payload),
                 correlation_id=correlation_id,
                 causation_id=causation_id if new.causation_id is None else new.causation_id,
                 payload=payload,
-                prev_hash=prev_hash,
                 producer=self.producer,
             )
             at = to_utc(new.occurred_at) if new.occurred_at else default_at
             envelope.occurred_at.FromDatetime(at)
-            envelope.hash = compute_hash(envelope)
-            prev_hash = envelope.hash
             envelopes.append(envelope)
-        if fast:
-            self._pg_insert(conn, stream_id, envelopes, correlation_id)
-        else:
-            self._insert(conn, stream_id, envelopes)
         return envelopes
 
     def append_in_new_tx(
@@ -354,61 +400,84 @@ class EventStore:
             and type(self)._allocate_positions is EventStore._allocate_positions
         )
 
-    @staticmethod
-    def _pg_allocate_and_read_tip(
-        conn: Connection, count: int, stream_id: str
-    ) -> tuple[int, int, str]:
-        """``_ALLOCATE`` then ``_TIP`` in one psycopg pipeline: (end position, tip version,
-        tip hash). Same statements, same order, one network round trip."""
-        import psycopg  # only on this path: SQLite-only installs need no driver
-
-        if not conn.in_transaction():
-            conn.begin()  # what conn.execute() would do (autobegin)
-        raw = cast("psycopg.Connection[Any]", conn.connection.dbapi_connection)
-        try:
-            with raw.cursor() as alloc, raw.cursor() as tip_cur:
-                with raw.pipeline():
-                    alloc.execute(_PG_ALLOCATE, (count,))
-                    tip_cur.execute(_PG_TIP, (stream_id,))
-                end_row = alloc.fetchone()
-                tip = tip_cur.fetchone()
-        except psycopg.Error as exc:
-            if getattr(exc, "sqlstate", None) in ("40001", "40P01"):
-                raise ConcurrencyError("<global>", "serialisable allocation", None) from exc
-            raise DBAPIError.instance(
-                _PG_ALLOCATE, None, exc, psycopg.Error, dialect=conn.dialect
-            ) from exc
-        if end_row is None:
-            raise SchemaError("eventlog_head row missing: run electric_eventlog.migrate()")
-        version, prev_hash = (int(tip[0]), str(tip[1])) if tip else (0, "")
-        return int(end_row[0]), version, prev_hash
-
-    def _pg_insert(
-        self, conn: Connection, stream_id: str, envelopes: list[Envelope], correlation_id: str
-    ) -> None:
-        """Every event row and its outbox row in one statement (``unnest`` of arrays)."""
+    def _pg_append(
+        self,
+        conn: Connection,
+        stream_id: str,
+        expected_version: Expected,
+        events: Sequence[Message | NewEvent],
+        correlation_id: str,
+        causation_id: str,
+        occurred_at: datetime | None,
+    ) -> list[Envelope]:
+        """:meth:`append` in one round trip (see ``_PG_INSERT``)."""
+        envelopes = self._envelopes(stream_id, events, correlation_id, causation_id, occurred_at)
+        if expected_version is ANY:
+            mode, wanted = _MODE_ANY, 0
+        elif expected_version is STREAM_EXISTS:
+            mode, wanted = _MODE_EXISTS, 0
+        else:
+            wanted = expected_version if isinstance(expected_version, int) else 0
+            mode = _MODE_EXACT
         params: dict[str, Any] = {
+            "count": len(envelopes),
             "stream_id": stream_id,
             "recorded_at": self._clock(),
             "correlation_id": correlation_id,
             "producer": self.producer,
             "topic": self.topic,
-            "gp": [e.global_position for e in envelopes],
-            "sv": [e.stream_version for e in envelopes],
+            "mode": mode,
+            "expected": wanted,
+            "tag": HASH_TAG,
+            "stream_field": field(stream_id.encode()),
             "eid": [e.event_id for e in envelopes],
             "et": [e.event_type for e in envelopes],
             "oa": [e.occurred_at.ToDatetime(tzinfo=UTC) for e in envelopes],
             "caus": [e.causation_id for e in envelopes],
             "tu": [e.payload.type_url for e in envelopes],
             "pl": [e.payload.value for e in envelopes],
-            "ph": [e.prev_hash for e in envelopes],
-            "h": [e.hash for e in envelopes],
+            "tail": [canonical_tail(e) for e in envelopes],
         }
-        sql = _PG_INSERT_EVENTS_AND_OUTBOX if self.topic else _PG_INSERT_EVENTS
+        raw = _driver_connection(conn)
         try:
-            conn.exec_driver_sql(sql, params)
-        except IntegrityError as exc:
-            self._raise_conflict(exc, stream_id, envelopes)
+            # Its own pipeline: the exit waits for all three results, so every error is
+            # raised here, even when the caller has a pipeline open around the append.
+            with raw.cursor() as alloc, raw.cursor() as tip_cur, raw.cursor() as ins:
+                with raw.pipeline():
+                    alloc.execute(_PG_ALLOCATE, params)
+                    tip_cur.execute(_PG_TIP, params)
+                    ins.execute(_PG_INSERT, params)
+                end_row = alloc.fetchone()
+                tip = tip_cur.fetchone()
+                rows = ins.fetchall()
+        except psycopg.Error as exc:
+            raise self._pg_error(conn, exc, stream_id, wanted) from exc
+        if end_row is None:
+            raise SchemaError("eventlog_head row missing: run electric_eventlog.migrate()")
+        self._check_expected(stream_id, expected_version, int(tip[0]) if tip else 0)
+        if len(rows) != len(envelopes):  # pragma: no cover - the check above decides first
+            raise ConcurrencyError(stream_id, wanted, int(tip[0]) if tip else None)
+        for envelope, (position, version, prev_hash, digest) in zip(envelopes, rows, strict=True):
+            envelope.global_position = position
+            envelope.stream_version = version
+            envelope.prev_hash = prev_hash
+            envelope.hash = digest
+        return envelopes
+
+    @staticmethod
+    def _pg_error(conn: Connection, exc: psycopg.Error, stream_id: str, wanted: int) -> Exception:
+        """The exception the generic path raises for ``exc``. An error of a statement the
+        caller queued in its own pipeline before the append surfaces here too: it keeps
+        the SQLAlchemy type ``conn.execute`` would have given it."""
+        if exc.sqlstate in ("40001", "40P01"):
+            return ConcurrencyError("<global>", "serialisable allocation", None)
+        wrapped = _wrap(conn, exc, _PG_INSERT)
+        if isinstance(wrapped, IntegrityError) and exc.diag.table_name == "eventlog_events":
+            if "event_id" in str(exc):
+                return DuplicateEventError(f"event id already stored: {exc}")
+            # Backstop, as in the generic path: a writer bypassing the library.
+            return ConcurrencyError(stream_id, wanted, None)
+        return wrapped
 
     @staticmethod
     def _raise_conflict(exc: IntegrityError, stream_id: str, envelopes: list[Envelope]) -> NoReturn:
@@ -433,6 +502,21 @@ class EventStore:
                     for e in envelopes
                 ],
             )
+
+
+def _driver_connection(conn: Connection) -> psycopg.Connection[Any]:
+    """The psycopg connection under ``conn``, inside a begun SQLAlchemy transaction."""
+    if not conn.in_transaction():
+        conn.begin()  # what conn.execute() would do (autobegin)
+    return cast("psycopg.Connection[Any]", conn.connection.dbapi_connection)
+
+
+def _wrap(conn: Connection, exc: psycopg.Error, statement: str) -> DBAPIError:
+    """A psycopg error as the SQLAlchemy exception ``conn.execute`` would have raised."""
+    return cast(
+        DBAPIError,
+        DBAPIError.instance(statement, None, exc, psycopg.Error, dialect=conn.dialect),
+    )
 
 
 def _is_serialization_failure(exc: OperationalError) -> bool:

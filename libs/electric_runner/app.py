@@ -27,8 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from electric_bots.runner import DEFAULT_MIX, BotRunner, BotRunnerConfig, Targets
-from electric_domain.tournament.bots import BOTS
+from electric_bots.runner import DEFAULT_MIX, BotRunner, BotRunnerConfig, Targets, parse_mix
 from electric_eventlog import EventBus
 from electric_platform.auth import Role, TokenSource
 from electric_platform.config import (
@@ -130,7 +129,7 @@ def parse_args(argv: Sequence[str] | None) -> RunnerOptions:
     parser.add_argument(
         "--mix",
         default="",
-        help="bot strategies with weights, e.g. random:2,tag:1 (the default); names: "
+        help="bot strategies with weights, e.g. random:3,tag:1 (the default); names: "
         "random, tag, timeout, sitout",
     )
     parser.add_argument("--refresh", type=float, default=1.5, help="summary refresh, seconds")
@@ -162,20 +161,6 @@ def parse_args(argv: Sequence[str] | None) -> RunnerOptions:
         entries=ns.entries,
         mix=mix,
     )
-
-
-def parse_mix(text: str) -> tuple[tuple[str, int], ...]:
-    """``random:2,tag:1`` -> ((random, 2), (tag, 1)); a name alone weighs 1."""
-    out = []
-    for part in text.split(","):
-        name, _, weight = part.strip().partition(":")
-        if name not in BOTS:
-            raise ValueError(f"unknown bot strategy {name!r}; known: {', '.join(BOTS)}")
-        n = int(weight) if weight else 1
-        if n <= 0:
-            raise ValueError(f"weight of {name!r} must be positive")
-        out.append((name, n))
-    return tuple(out)
 
 
 def _route_logs(path: str, var_dir: Path) -> str:

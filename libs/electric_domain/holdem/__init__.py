@@ -10,6 +10,7 @@ Public API (import from here):
   the event-sourced core; :func:`legal_actions`, :func:`showdown_options` — questions.
 * Commands (:mod:`.commands`) and events (:mod:`.events`), all frozen dataclasses.
 * :class:`CommandRejected` — raised for illegal commands (``.reason``); nothing changes.
+* :mod:`electric_domain.holdem.codec` — events/commands to and from JSON-ready dicts.
 
 Rules and conventions: ``docs/holdem-rules.md``.
 """

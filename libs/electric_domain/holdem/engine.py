@@ -262,8 +262,8 @@ def _apply_round_closed(s: HandState, e: RoundClosed) -> HandState:
         s.showdown_queue = ()
         return s
     with_chips = sum(1 for i in live if stacks[i] > 0)
-    if with_chips <= 1 and e.street < 3:
-        s.runout = True  # no more betting before the river: expose all, run the board
+    if with_chips <= 1:
+        s.runout = True  # all-in, no more betting possible: expose every hand, run the board
     if s.runout:
         s.showdown_queue = ()
         s.phase = Phase.SHOWDOWN if e.street == 3 else Phase.DEAL_BOARD

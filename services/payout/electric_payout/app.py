@@ -18,6 +18,7 @@ from electric_payout.handlers import (
     PayoutConsumers,
     Payouts,
 )
+from electric_payout.metrics import PayoutMetrics
 from electric_payout.store.tables import VERSIONS_DIR, metadata
 
 SERVICE = "payout"
@@ -38,7 +39,9 @@ async def setup(host: ServiceHost, *, config: TournamentConfig | None = None) ->
     )
     host.on_shutdown(wallet.close)
     payouts = Payouts(path.engine, path.store, cfg)
-    crediter = Crediter(payouts, wallet)
+    metrics = PayoutMetrics(host.metrics.registry)
+    metrics.watch(path.engine)
+    crediter = Crediter(payouts, wallet, metrics=metrics)
     consumers = PayoutConsumers(payouts, path.bus, crediter.wake.set)
     host.add_background("payout-consumers", lambda: consumers.run(host.stopping), restart=True)
     host.add_background("prize-crediter", lambda: crediter.run(host.stopping), restart=True)

@@ -50,6 +50,7 @@ from electric_wallet.client import WalletClient
 from sqlalchemy import Connection, Engine, insert, select, update
 
 from electric_payout.awards import compute_awards, prize_transfer_id
+from electric_payout.metrics import PayoutMetrics
 from electric_payout.store import tables as t
 
 log = get_logger("electric.payout")
@@ -378,7 +379,15 @@ class Payouts:
 class Crediter:
     """Credits awarded prizes through the wallet (see module doc); woken by the consumers."""
 
-    def __init__(self, payouts: Payouts, wallet: WalletClient, *, interval: float = 1.0) -> None:
+    def __init__(
+        self,
+        payouts: Payouts,
+        wallet: WalletClient,
+        *,
+        interval: float = 1.0,
+        metrics: PayoutMetrics | None = None,
+    ) -> None:
+        self.metrics = metrics or PayoutMetrics()
         self.payouts = payouts
         self.wallet = wallet
         self.interval = interval
@@ -427,6 +436,8 @@ class Crediter:
                     transfer.spec.transfer_id or key,
                 ):
                     done += 1
+                    self.metrics.credited.inc()
+                    self.metrics.credited_cents.inc(amount)
         return done
 
     async def run(self, stop: asyncio.Event) -> None:

@@ -18,6 +18,7 @@ from electric_wallet.client import WalletClient
 from electric_registration.api import RegistrationApi
 from electric_registration.consumers import SOURCE_TOPIC, TableStatusConsumer
 from electric_registration.handlers import ensure_open_tables, sync_tiers
+from electric_registration.metrics import RegistrationMetrics
 from electric_registration.notify import Notifier
 from electric_registration.registrar import Registrar
 from electric_registration.store.tables import VERSIONS_DIR, metadata
@@ -44,7 +45,11 @@ async def setup(host: ServiceHost, *, config: TournamentConfig | None = None) ->
     host.on_shutdown(wallet.close)
     notifier = Notifier()
     work = WalletWork(path.engine, path.store, wallet, notify=notifier.notify)
-    registrar = Registrar(path.engine, path.store, cfg, wallet, work, notify=notifier.notify)
+    metrics = RegistrationMetrics(host.metrics.registry)
+    metrics.watch(path.engine)
+    registrar = Registrar(
+        path.engine, path.store, cfg, wallet, work, notify=notifier.notify, metrics=metrics
+    )
     host.on_shutdown(registrar.drain)
     host.add_background("wallet-work", lambda: work.run(host.stopping), restart=True)
     consumer = TableStatusConsumer(path.engine, path.bus, notifier.notify)

@@ -268,9 +268,14 @@ class Attempt:
     attempt: int
     tier: Tier
     entry_ids: list[str]
-    #: True when this joins an attempt already in flight (a client retry racing the first
-    #: call): its reservations are replays, so no fresh balance check.
-    resumed: bool = False
+
+
+@dataclass
+class InFlight:
+    """Another call of the same request is carrying out this attempt right now."""
+
+    key: str
+    attempt: int
 
 
 @dataclass
@@ -288,14 +293,13 @@ def begin_attempt(
     tier_id: str,
     entries: int,
     stale_after: timedelta,
-) -> Attempt | Done:
+) -> Attempt | InFlight | Done:
     """Record the intent of a Register before any money is reserved.
 
     New request → attempt 1 (``reserving``). Completed → its entries (the retry is answered
-    without new reservations). In flight (``reserving``, not stale) → the same attempt: the
-    reservation keys are deterministic, so the wallet deduplicates them and only one of the
-    two seating transactions wins. Failed → a new attempt with new entry ids. Same request id
-    with another tier or entry count → ALREADY_EXISTS.
+    without new reservations). In flight (``reserving``, not stale) → :class:`InFlight`: the
+    caller waits for the other call's outcome rather than racing it. Failed → a new attempt
+    with new entry ids. Same request id with another tier or entry count → ALREADY_EXISTS.
     """
     key = request_key(player_id, request_id)
     now = utc_now()
@@ -331,7 +335,7 @@ def begin_attempt(
             return Done([e for e in row.entry_ids.split(",") if e])
         attempt = int(row.attempt)
         if row.status == "reserving" and now - _aware(row.updated_at) < stale_after:
-            return Attempt(key, attempt, tier, entry_ids_for(key, attempt, entries), resumed=True)
+            return InFlight(key, attempt)
         if row.status in ("reserving", "voiding"):
             # A stale or rolling-back attempt: leave it to the sweeper and refuse for now.
             raise Aborted(
@@ -381,6 +385,8 @@ class Seated:
     entry_ids: list[str]
     #: Tables whose last seat was taken (buy-ins to post, then TournamentStarted).
     filled: list[str] = field(default_factory=list)
+    #: Multiplier drawn at each filled table.
+    multipliers: dict[str, int] = field(default_factory=dict)
     #: Players to notify (everyone at a changed table).
     players: set[str] = field(default_factory=set)
     #: False when the attempt was no longer current (completed by a twin, or rolled back).
@@ -427,6 +433,7 @@ def seat_entries(
         )
         touched: list[str] = []
         filled: list[str] = []
+        multipliers: dict[str, int] = {}
         for entry_id in attempt.entry_ids:
             candidates = conn.execute(
                 select(t.tables)
@@ -497,7 +504,9 @@ def seat_entries(
             mine.add(table.table_id)
             touched.append(table.table_id)
             if count == int(table.seats):
-                fill_table(conn, store, config, table.table_id, correlation_id=correlation_id)
+                multipliers[table.table_id] = fill_table(
+                    conn, store, config, table.table_id, correlation_id=correlation_id
+                )
                 filled.append(table.table_id)
         if repo.open_table_count(conn, tier.tier_id) == 0:
             open_table(conn, store, config, tier, correlation_id=correlation_id, at=now)
@@ -507,7 +516,7 @@ def seat_entries(
             .values(status="completed", entry_ids=",".join(attempt.entry_ids), updated_at=now)
         )
         players = repo.table_players(conn, touched)
-    return Seated(list(attempt.entry_ids), filled, players)
+    return Seated(list(attempt.entry_ids), filled, multipliers, players)
 
 
 # ------------------------------------------------------------------------------ fill
@@ -554,7 +563,7 @@ def fill_table(
     table_id: str,
     *,
     correlation_id: str,
-) -> None:
+) -> int:
     """The last seat was taken: reveal the seed and the drawn multiplier (TableFilled),
     confirm the entries, prepare TournamentStarted and record the wallet work that posts the
     buy-ins. TournamentStarted itself is appended once that work is done
@@ -652,6 +661,7 @@ def fill_table(
                 continue
             seq += 1
             _add_op(conn, table_id, e.entry_id, seq, kind, transfer_id, src, dst, amount, code)
+    return draw.multiplier
 
 
 def _add_op(

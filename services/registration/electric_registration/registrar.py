@@ -37,12 +37,15 @@ from electric_wallet.client import WalletClient, insufficient_funds
 from sqlalchemy import Engine
 
 from electric_registration import handlers
+from electric_registration.metrics import RegistrationMetrics
 from electric_registration.store import repo
 from electric_registration.wallet_work import STALE_ATTEMPT, WalletWork
 
 log = get_logger("electric.registration.registrar")
 
 _SEAT_ATTEMPTS = 5
+#: How long a retry waits for an earlier call of the same request to finish.
+IN_FLIGHT_WAIT = 30.0
 
 
 def _bad_entries(n: int) -> InvalidArgument:
@@ -77,7 +80,9 @@ class Registrar:
         *,
         notify: Callable[[set[str]], None] = lambda _players: None,
         stale_after: timedelta = STALE_ATTEMPT,
+        metrics: RegistrationMetrics | None = None,
     ) -> None:
+        self.metrics = metrics or RegistrationMetrics()
         self.engine = engine
         self.store = store
         self.config = config
@@ -97,20 +102,32 @@ class Registrar:
             raise InvalidArgument("request_id is longer than 200 characters")
         if not 1 <= entries <= handlers.MAX_ENTRIES:
             raise _bad_entries(entries)
-        begun = await asyncio.to_thread(
-            handlers.begin_attempt,
-            self.engine,
-            player_id=player_id,
-            request_id=request_id,
-            tier_id=tier_id,
-            entries=entries,
-            stale_after=self.stale_after,
-        )
-        if isinstance(begun, handlers.Done):
-            return await asyncio.to_thread(self._entries, begun.entry_ids), True
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + IN_FLIGHT_WAIT
+        while True:
+            begun = await asyncio.to_thread(
+                handlers.begin_attempt,
+                self.engine,
+                player_id=player_id,
+                request_id=request_id,
+                tier_id=tier_id,
+                entries=entries,
+                stale_after=self.stale_after,
+            )
+            if isinstance(begun, handlers.Done):
+                return await asyncio.to_thread(self._entries, begun.entry_ids), True
+            if isinstance(begun, handlers.Attempt):
+                break
+            # The same request is being carried out by another call (a client retry that
+            # overtook its first try): wait for that outcome instead of racing it.
+            if loop.time() > deadline:
+                raise Aborted(
+                    f"request {request_id!r} is still being processed by an earlier call; "
+                    "retry with the same request_id"
+                )
+            await asyncio.sleep(0.05)
         attempt = begun
-        if not attempt.resumed:
-            await self._check_funds(attempt, player_id, entries)
+        await self._check_funds(attempt, player_id, entries)
         await self._reserve(attempt, player_id, entries)
         seated = await self._seat(attempt, player_id, request_id, correlation_id)
         if not seated.current:
@@ -120,6 +137,9 @@ class Registrar:
             await self._rollback(attempt, entries, "attempt abandoned")
             raise Aborted(f"request {request_id!r} was rolled back while it waited; retry it")
         self.notify(seated.players)
+        self.metrics.entries.labels(attempt.tier.tier_id).inc(len(seated.entry_ids))
+        for multiplier in seated.multipliers.values():
+            self.metrics.filled.labels(attempt.tier.tier_id, str(multiplier)).inc()
         for table_id in seated.filled:
             task = asyncio.create_task(self.work.run_table(table_id))
             self._tasks.add(task)
@@ -267,6 +287,7 @@ class Registrar:
                 await asyncio.sleep(0.01 * n)
         if done.changed:
             self.notify(done.players)
+            self.metrics.unregistrations.labels(done.entry.tier_id).inc()
         await self.work.run_table(done.entry.table_id)
         return done.entry
 

@@ -116,9 +116,12 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
             raise _not_found(table_id)
         return row
 
-    def _view(self, found: TableRuntime | repo.TableRow, caller: str) -> table_pb2.TableView:
+    async def _view(self, found: TableRuntime | repo.TableRow, caller: str) -> table_pb2.TableView:
         if isinstance(found, TableRuntime):
-            return build_view(found, caller, self._manager.now_for(found))
+            # Under the table's lock: the aggregate may be ahead of the log while a write is
+            # in flight; views show only what is stored.
+            async with found.lock:
+                return build_view(found, caller, self._manager.now_for(found))
         return _row_view(found, caller)
 
     async def GetTable(
@@ -127,7 +130,7 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
         """The caller's view (own hole cards only; others' once exposed)."""
         caller = current_principal().subject
         found = await self._find(request.table_id)
-        return table_pb2.GetTableResponse(table=self._view(found, caller))
+        return table_pb2.GetTableResponse(table=await self._view(found, caller))
 
     async def WatchTable(
         self, request: table_pb2.WatchTableRequest, context: Any
@@ -145,10 +148,11 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
         stop_wait = asyncio.ensure_future(self._stopping.wait())
         try:
             while True:
-                changed = rt.changed
-                view = build_view(rt, caller, self._manager.now_for(rt))
+                async with rt.lock:  # see _view: only what is stored
+                    changed = rt.changed
+                    view = build_view(rt, caller, self._manager.now_for(rt))
                 yield table_pb2.WatchTableResponse(table=view, event_type=event_type)
-                if rt.finished:
+                if view.status == table_pb2.TABLE_STATUS_FINISHED:
                     return
                 change_wait = asyncio.ensure_future(changed.wait())
                 await asyncio.wait({change_wait, stop_wait}, return_when=asyncio.FIRST_COMPLETED)

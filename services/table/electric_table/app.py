@@ -15,6 +15,10 @@ from electric_table.runtime import DEFAULT_HAND_PAUSE_MS, HAND_PAUSE_ENV, TableM
 from electric_table.store.tables import VERSIONS_DIR, metadata
 
 SERVICE = "table"
+#: Kafka consumer group of the registration subscription (default ``table.tournaments``).
+#: Only for isolating a deployment (or a test) on a shared broker; every instance of one
+#: deployment must use the same group.
+CONSUMER_GROUP_ENV = "ELECTRIC_TABLE_CONSUMER_GROUP"
 
 #: The live manager of each started host (tests and the embedded runner look tables up here).
 MANAGERS: dict[int, TableManager] = {}
@@ -54,7 +58,9 @@ def make_setup(*, pause_ms: int | None = None) -> Callable[[ServiceHost], Awaita
             MANAGERS.pop(id(host), None)
 
         host.on_shutdown(close)
-        worker = tournament_worker(path.engine, path.bus, path.store)
+        worker = tournament_worker(
+            path.engine, path.bus, path.store, group_id=os.environ.get(CONSUMER_GROUP_ENV, "")
+        )
         host.add_background(
             "tournament-consumer",
             lambda: run_tournament_consumer(worker, host.stopping, manager),

@@ -208,14 +208,18 @@ def _tournament_events(
     return out, ""
 
 
-def tournament_worker(engine: Engine, bus: EventBus, store: EventStore) -> ConsumerWorker:
-    """The ConsumerWorker applying TournamentStarted exactly once."""
+def tournament_worker(
+    engine: Engine, bus: EventBus, store: EventStore, *, group_id: str | None = None
+) -> ConsumerWorker:
+    """The ConsumerWorker applying TournamentStarted exactly once (Kafka consumer group
+    ``group_id``, default the consumer name ``table.tournaments``)."""
     return ConsumerWorker(
         engine=engine,
         bus=bus,
         consumer=IdempotentConsumer(CONSUMER_NAME),
         topics=[SOURCE_TOPIC],
         effect=lambda conn, env: start_table(store, conn, env),
+        group_id=group_id or None,
     )
 
 

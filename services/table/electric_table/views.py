@@ -148,10 +148,12 @@ def _hand_view(rt: TableRuntime, hs: Any, live: bool) -> table_pb2.HandView:
         electric=st.electric_hand,
     )
     if live:
+        # Chips collected from earlier streets; this street's bets are in SeatView.street_bet
+        # (pot_total = both). Side pots are not split out in the view (they are in PotAwarded).
         hv.pots.append(
             table_pb2.Pot(
                 index=0,
-                amount=hs.pot_total,
+                amount=hs.pot_total - sum(hs.bets),
                 eligible_seats=[
                     info.no(s)
                     for s in range(len(st.seats))

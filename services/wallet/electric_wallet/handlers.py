@@ -100,8 +100,11 @@ class Wallet:
                     if events:
                         # Projections first, the append last: the event store's global
                         # position lock is then held only for the append and the commit.
-                        store.save(conn, before, events)
-                        self._append(conn, events)
+                        # On PostgreSQL the projection write is pipelined: it reaches the
+                        # server in the same round trip as the store's position allocation.
+                        with store.pipeline(conn) as pipelined:
+                            store.save(conn, before, events, queue=pipelined)
+                            self._append(conn, events)
                     return result
             except Exception as exc:
                 if not _retryable(exc) or attempt == self.max_attempts:

@@ -16,9 +16,10 @@ single writer (``BEGIN IMMEDIATE``), so there the whole transaction is serialise
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -316,9 +317,15 @@ def load_transfer(conn: Connection, transfer_id: str) -> d.Transfer | None:
     return transfer_from_row(row) if row is not None else None
 
 
-def save(conn: Connection, before: d.Ledger, events: Sequence[d.Event]) -> d.Ledger:
+def save(
+    conn: Connection, before: d.Ledger, events: Sequence[d.Event], *, queue: bool = False
+) -> d.Ledger:
     """Write the projections of ``events`` (already decided on a copy of ``before``):
-    account rows, transfer rows and statement entries. Returns the state after them."""
+    account rows, transfer rows and statement entries. Returns the state after them.
+
+    ``queue`` (PostgreSQL, inside :func:`pipeline`): send the write without waiting for
+    its result; it travels with the next statement that syncs (the event store's
+    position allocation), and an error in it is raised there."""
     state = copy.deepcopy(before)
     opened: list[d.AccountOpened] = []
     lines: list[Entry] = []
@@ -344,7 +351,7 @@ def save(conn: Connection, before: d.Ledger, events: Sequence[d.Event]) -> d.Led
                 touched.update((leg.debit, leg.credit))
         state.apply(event)
     if _psycopg(conn) is not None:
-        _pg_save(conn, before, state, opened, touched, touched_transfers, lines)
+        _pg_save(conn, before, state, opened, touched, touched_transfers, lines, queue)
         return state
     if opened:
         conn.execute(
@@ -416,65 +423,77 @@ _PG_TRANSFERS = f"SELECT {_TRANSFER_COLUMNS} FROM wallet_transfers WHERE transfe
 # Accounts opened by the command are inserted with their final balances (a statement
 # cannot update a row a sibling CTE inserted); the others are updated. New transfers are
 # inserted, existing ones updated. Entries keep their order (entry_id = statement order).
+# The rows travel as five JSON documents: one parameter per table part, cheap to encode.
+_ACCOUNT_RECORD = (
+    "account_id text, kind int, player_id text, posted bigint, reserved bigint, "
+    "incoming bigint, opened_at timestamptz"
+)
+_TRANSFER_RECORD = (
+    "transfer_id text, state int, spec text, legs text, posted_legs text, amount bigint, "
+    "posted_amount bigint, code text, created_at timestamptz, resolved_at timestamptz"
+)
 _PG_SAVE = (
     "WITH new_accounts AS ("
     " INSERT INTO wallet_accounts (account_id, kind, player_id, posted, reserved, incoming,"
     " opened_at)"
-    " SELECT * FROM unnest(%(na_id)b::text[], %(na_kind)b::int[], %(na_player)b::text[],"
-    " %(na_posted)b::bigint[], %(na_reserved)b::bigint[], %(na_incoming)b::bigint[],"
-    " %(na_opened)b::timestamptz[]) RETURNING 1),"
+    " SELECT account_id, kind, player_id, posted, reserved, incoming, opened_at"
+    f" FROM jsonb_to_recordset(%(new_accounts)s::jsonb) AS x({_ACCOUNT_RECORD})"
+    " RETURNING 1),"
     " changed_accounts AS ("
     " UPDATE wallet_accounts AS a"
-    " SET posted = u.posted, reserved = u.reserved, incoming = u.incoming"
-    " FROM unnest(%(ua_id)b::text[], %(ua_posted)b::bigint[], %(ua_reserved)b::bigint[],"
-    " %(ua_incoming)b::bigint[]) AS u(account_id, posted, reserved, incoming)"
-    " WHERE a.account_id = u.account_id RETURNING 1),"
+    " SET posted = x.posted, reserved = x.reserved, incoming = x.incoming"
+    " FROM jsonb_to_recordset(%(changed_accounts)s::jsonb)"
+    " AS x(account_id text, posted bigint, reserved bigint, incoming bigint)"
+    " WHERE a.account_id = x.account_id RETURNING 1),"
     " new_transfers AS ("
     f" INSERT INTO wallet_transfers ({_TRANSFER_COLUMNS})"
-    " SELECT * FROM unnest(%(nt_id)b::text[], %(nt_state)b::int[], %(nt_spec)b::bytea[],"
-    " %(nt_legs)b::text[], %(nt_posted_legs)b::text[], %(nt_amount)b::bigint[],"
-    " %(nt_posted_amount)b::bigint[], %(nt_code)b::text[], %(nt_created)b::timestamptz[],"
-    " %(nt_resolved)b::timestamptz[]) RETURNING 1),"
+    " SELECT transfer_id, state, decode(spec, 'hex'), legs, posted_legs, amount,"
+    " posted_amount, code, created_at, resolved_at"
+    f" FROM jsonb_to_recordset(%(new_transfers)s::jsonb) AS x({_TRANSFER_RECORD})"
+    " RETURNING 1),"
     " changed_transfers AS ("
     " UPDATE wallet_transfers AS t"
-    " SET state = u.state, spec = u.spec, legs = u.legs, posted_legs = u.posted_legs,"
-    " amount = u.amount, posted_amount = u.posted_amount, code = u.code,"
-    " created_at = u.created_at, resolved_at = u.resolved_at"
-    " FROM unnest(%(ut_id)b::text[], %(ut_state)b::int[], %(ut_spec)b::bytea[],"
-    " %(ut_legs)b::text[], %(ut_posted_legs)b::text[], %(ut_amount)b::bigint[],"
-    " %(ut_posted_amount)b::bigint[], %(ut_code)b::text[], %(ut_created)b::timestamptz[],"
-    " %(ut_resolved)b::timestamptz[]) AS u(transfer_id, state, spec, legs, posted_legs,"
-    " amount, posted_amount, code, created_at, resolved_at)"
-    " WHERE t.transfer_id = u.transfer_id RETURNING 1),"
+    " SET state = x.state, spec = decode(x.spec, 'hex'), legs = x.legs,"
+    " posted_legs = x.posted_legs, amount = x.amount, posted_amount = x.posted_amount,"
+    " code = x.code, created_at = x.created_at, resolved_at = x.resolved_at"
+    f" FROM jsonb_to_recordset(%(changed_transfers)s::jsonb) AS x({_TRANSFER_RECORD})"
+    " WHERE t.transfer_id = x.transfer_id RETURNING 1),"
     " new_entries AS ("
     " INSERT INTO wallet_entries (account_id, player_id, account_kind, transfer_id,"
     " entry_type, amount, posted_after, available_after, code, memo, occurred_at)"
-    " SELECT account_id, player_id, account_kind, transfer_id, entry_type, amount,"
-    " posted_after, available_after, code, memo, occurred_at"
-    " FROM unnest(%(e_account)b::text[], %(e_player)b::text[], %(e_kind)b::int[],"
-    " %(e_transfer)b::text[], %(e_type)b::int[], %(e_amount)b::bigint[],"
-    " %(e_posted)b::bigint[], %(e_available)b::bigint[], %(e_code)b::text[],"
-    " %(e_memo)b::text[], %(e_at)b::timestamptz[]) WITH ORDINALITY AS u(account_id,"
-    " player_id, account_kind, transfer_id, entry_type, amount, posted_after,"
-    " available_after, code, memo, occurred_at, ord)"
-    " ORDER BY ord RETURNING 1)"
+    " SELECT x.account_id, x.player_id, x.account_kind, x.transfer_id, x.entry_type,"
+    " x.amount, x.posted_after, x.available_after, x.code, x.memo, x.occurred_at"
+    " FROM jsonb_array_elements(%(entries)s::jsonb) WITH ORDINALITY AS e(doc, ord),"
+    " jsonb_to_record(e.doc) AS x(account_id text, player_id text, account_kind int,"
+    " transfer_id text, entry_type int, amount bigint, posted_after bigint,"
+    " available_after bigint, code text, memo text, occurred_at timestamptz)"
+    " ORDER BY e.ord RETURNING 1)"
     " SELECT (SELECT count(*) FROM new_accounts), (SELECT count(*) FROM changed_accounts),"
     " (SELECT count(*) FROM new_transfers), (SELECT count(*) FROM changed_transfers),"
     " (SELECT count(*) FROM new_entries)"
 )
 
-_TRANSFER_KEYS = (
-    "id",
-    "state",
-    "spec",
-    "legs",
-    "posted_legs",
-    "amount",
-    "posted_amount",
-    "code",
-    "created",
-    "resolved",
-)
+
+def _json_transfer(t: d.Transfer) -> dict[str, Any]:
+    row = transfer_row(t)
+    row["spec"] = row["spec"].hex()
+    row["created_at"] = row["created_at"].isoformat()
+    if row["resolved_at"] is not None:
+        row["resolved_at"] = row["resolved_at"].isoformat()
+    return row
+
+
+@contextlib.contextmanager
+def pipeline(conn: Connection) -> Iterator[bool]:
+    """On PostgreSQL (psycopg 3) a pipeline on ``conn``'s driver connection: statements
+    sent inside it share network round trips until one needs its result. Yields whether
+    it is one (False elsewhere: nothing changes)."""
+    raw = _psycopg(conn)
+    if raw is None:
+        yield False
+        return
+    with raw.pipeline():
+        yield True
 
 
 def _psycopg(conn: Connection) -> Any | None:
@@ -522,44 +541,48 @@ def _pg_save(
     touched: set[str],
     touched_transfers: set[str],
     lines: list[Entry],
+    queue: bool,
 ) -> None:
     new_ids = {event.account_id for event in opened}
-    params: dict[str, Any] = {
-        "na_id": [e.account_id for e in opened],
-        "na_kind": [int(e.kind) for e in opened],
-        "na_player": [e.player_id for e in opened],
-        "na_posted": [state.accounts[e.account_id].posted for e in opened],
-        "na_reserved": [state.accounts[e.account_id].reserved for e in opened],
-        "na_incoming": [state.accounts[e.account_id].incoming for e in opened],
-        "na_opened": [e.occurred_at for e in opened],
+    new_accounts = []
+    for event in opened:
+        a = state.accounts[event.account_id]
+        new_accounts.append(
+            {
+                "account_id": event.account_id,
+                "kind": int(event.kind),
+                "player_id": event.player_id,
+                "posted": a.posted,
+                "reserved": a.reserved,
+                "incoming": a.incoming,
+                "opened_at": event.occurred_at.isoformat(),
+            }
+        )
+    changed_accounts = [
+        {"account_id": aid, "posted": a.posted, "reserved": a.reserved, "incoming": a.incoming}
+        for aid in sorted(touched - new_ids)
+        for a in (state.accounts[aid],)
+    ]
+    tids = sorted(touched_transfers)
+    params = {
+        "new_accounts": json.dumps(new_accounts),
+        "changed_accounts": json.dumps(changed_accounts),
+        "new_transfers": json.dumps(
+            [_json_transfer(state.transfers[t]) for t in tids if t not in before.transfers]
+        ),
+        "changed_transfers": json.dumps(
+            [_json_transfer(state.transfers[t]) for t in tids if t in before.transfers]
+        ),
+        "entries": json.dumps(
+            [{**entry_row(e), "occurred_at": e.occurred_at.isoformat()} for e in lines]
+        ),
     }
-    changed = [state.accounts[aid] for aid in sorted(touched - new_ids)]
-    params["ua_id"] = [a.account_id for a in changed]
-    params["ua_posted"] = [a.posted for a in changed]
-    params["ua_reserved"] = [a.reserved for a in changed]
-    params["ua_incoming"] = [a.incoming for a in changed]
-    for prefix, wanted in (("nt", False), ("ut", True)):
-        rows = [
-            transfer_row(state.transfers[tid])
-            for tid in sorted(touched_transfers)
-            if (tid in before.transfers) is wanted
-        ]
-        for key, column in zip(_TRANSFER_KEYS, _TRANSFER_COLUMNS.split(", "), strict=True):
-            params[f"{prefix}_{key}"] = [row[column] for row in rows]
-    params.update(
-        e_account=[e.account_id for e in lines],
-        e_player=[e.player_id for e in lines],
-        e_kind=[int(e.account_kind) for e in lines],
-        e_transfer=[e.transfer_id for e in lines],
-        e_type=[e.entry_type for e in lines],
-        e_amount=[e.amount for e in lines],
-        e_posted=[e.posted_after for e in lines],
-        e_available=[e.available_after for e in lines],
-        e_code=[e.code for e in lines],
-        e_memo=[e.memo for e in lines],
-        e_at=[e.occurred_at for e in lines],
-    )
-    conn.exec_driver_sql(_PG_SAVE, params)
+    raw = _psycopg(conn)
+    if queue and raw is not None and raw.pgconn.pipeline_status:
+        # No result wanted: psycopg keeps the cursor until the pipeline syncs.
+        raw.cursor().execute(_PG_SAVE, params)
+    else:
+        conn.exec_driver_sql(_PG_SAVE, params)
 
 
 def _wrap(conn: Connection, exc: Exception, statement: str) -> DBAPIError:

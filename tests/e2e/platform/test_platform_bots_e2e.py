@@ -235,7 +235,7 @@ async def test_bots_play_twenty_tournaments_and_the_money_adds_up(
             ),
             secret=SECRET,
             bots=30,  # six per tier: two tables of each buy-in play at once
-            mix=(("random", 2), ("tag", 1)),  # loose bots end tournaments before Electric Mode
+            mix=(("random", 5), ("tag", 1)),  # loose bots end tournaments before Electric Mode
             until_finished=TOURNAMENTS,
             deposit_cents=DEPOSIT,
             seed=7,

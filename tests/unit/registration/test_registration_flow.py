@@ -188,6 +188,16 @@ async def test_fill_posts_rake_and_net_and_starts_once(stack: Stack) -> None:
     assert mt.prize_pool.cents == m * BUY_IN == mt.min_prize_pool.cents == mt.max_prize_pool.cents
     assert mt.positions_paid == len(shares) and mt.multiplier == m
     assert mt.multiplier_seed == filled.multiplier_seed
+    # The observed draw is counted for monitoring against the pay table.
+    registry = stack.hosts["registration"].metrics.registry
+    assert (
+        registry.get_sample_value(
+            "electric_registration_tables_filled_total",
+            {"tier": "electric-100", "multiplier": str(m)},
+        )
+        == 1
+    )
+    assert registry.get_sample_value("electric_registration_wallet_ops_pending") == 0
     # A new open table replaced the filled one in the lobby.
     lobby = await stack.reg.ListLobby(registration_pb2.ListLobbyRequest(), metadata=md("p1"))
     tier = next(t for t in lobby.tiers if t.tier_id == "electric-100")

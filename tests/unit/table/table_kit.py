@@ -162,7 +162,7 @@ class Bot:
             except grpc.aio.AioRpcError as err:
                 if err.code() not in _RETRY:
                     raise
-                self.reconnects += 1
+            self.reconnects += 1  # the stream broke or ended early (server gone)
             await asyncio.sleep(0.2)
 
     async def _session(
