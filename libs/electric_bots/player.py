@@ -68,6 +68,8 @@ class BotStats:
     sit_ins: int = 0
     pre_actions: int = 0
     stale_commands: int = 0
+    #: WatchTable streams re-opened after a silence (a lost update is recovered this way).
+    resubscribes: int = 0
     #: Acts refused as illegal and answered again with the most passive action.
     fallbacks: int = 0
     errors: int = 0
@@ -164,6 +166,8 @@ class BotPlayer:
         self._changed = asyncio.Event()
         self._my_tables: dict[str, registration_pb2.MyTable] = {}
         self._deposit_no = 0
+        #: Seconds without a table view after which the bot resubscribes.
+        self.idle_seconds = 15.0
 
     # -- plumbing --------------------------------------------------------------------------
 
@@ -393,28 +397,39 @@ class BotPlayer:
 
     async def _play_table(self, table_id: str) -> None:
         session = _TableSession(self, table_id)
+        not_found = 0
         while not self._stop.is_set():
+            stream = self._table.WatchTable(
+                table_pb2.WatchTableRequest(table_id=table_id), metadata=self._md()
+            )
             try:
-                stream = self._table.WatchTable(
-                    table_pb2.WatchTableRequest(table_id=table_id), metadata=self._md()
-                )
-                async for update in stream:
+                while True:
+                    # A view at least every few seconds while a game runs (timers); silence
+                    # means a lost update: resubscribe, the first view is the current one.
+                    update = await asyncio.wait_for(stream.read(), timeout=self.idle_seconds)
+                    if not isinstance(update, table_pb2.WatchTableResponse):
+                        break  # grpc.aio.EOF: the server ended the stream
+                    not_found = 0
                     if await session.on_view(update.table):
-                        stream.cancel()
                         return
+            except TimeoutError:
+                self._stats.resubscribes += 1
             except grpc.aio.AioRpcError as err:
                 code = _code(err)
                 if code is grpc.StatusCode.NOT_FOUND:
                     # Not started on the table service yet: wait for My Tables to change.
-                    await self._wait_change(1.0)
+                    not_found += 1
+                    await self._wait_change(min(0.25 * not_found, 2.0))
                     continue
                 if code is grpc.StatusCode.CANCELLED and self._stop.is_set():
                     return
                 if code not in _TRANSIENT:
                     self._stats.error(f"WatchTable: {code.name}: {err.details()}")
+            finally:
+                stream.cancel()
             if session.done:
                 return
-            if await self._sleep(0.5):
+            if await self._sleep(0.2):
                 return
 
 

@@ -35,6 +35,7 @@ from electric_platform.errors import (
 from electric_platform.log import get_logger
 from electric_wallet.client import WalletClient, insufficient_funds
 from sqlalchemy import Engine
+from sqlalchemy.exc import IntegrityError
 
 from electric_registration import handlers
 from electric_registration.metrics import RegistrationMetrics
@@ -105,15 +106,21 @@ class Registrar:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + IN_FLIGHT_WAIT
         while True:
-            begun = await asyncio.to_thread(
-                handlers.begin_attempt,
-                self.engine,
-                player_id=player_id,
-                request_id=request_id,
-                tier_id=tier_id,
-                entries=entries,
-                stale_after=self.stale_after,
-            )
+            try:
+                begun: (
+                    handlers.Attempt | handlers.InFlight | handlers.Done
+                ) = await asyncio.to_thread(
+                    handlers.begin_attempt,
+                    self.engine,
+                    player_id=player_id,
+                    request_id=request_id,
+                    tier_id=tier_id,
+                    entries=entries,
+                    stale_after=self.stale_after,
+                )
+            except IntegrityError:
+                # Two first calls of one request inserted its row at once; the other won.
+                begun = handlers.InFlight("", 0)
             if isinstance(begun, handlers.Done):
                 return await asyncio.to_thread(self._entries, begun.entry_ids), True
             if isinstance(begun, handlers.Attempt):
@@ -141,10 +148,18 @@ class Registrar:
         for multiplier in seated.multipliers.values():
             self.metrics.filled.labels(attempt.tier.tier_id, str(multiplier)).inc()
         for table_id in seated.filled:
-            task = asyncio.create_task(self.work.run_table(table_id))
+            task = asyncio.create_task(self._post_fill(table_id))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
         return await asyncio.to_thread(self._entries, seated.entry_ids), False
+
+    async def _post_fill(self, table_id: str) -> bool:
+        """Run a filled table's wallet work now (the background pass retries failures)."""
+        try:
+            return await self.work.run_table(table_id)
+        except Exception:
+            log.exception("register.post_fill_failed", table_id=table_id)
+            return False
 
     def _entries(self, entry_ids: list[str]) -> list[repo.EntryRow]:
         with self.engine.connect() as conn:

@@ -11,6 +11,7 @@ from electric_platform.server import ServiceHost
 
 from electric_table.api import TableApi
 from electric_table.consumers import SOURCE_TOPIC, run_tournament_consumer, tournament_worker
+from electric_table.metrics import TableMetrics
 from electric_table.runtime import DEFAULT_HAND_PAUSE_MS, HAND_PAUSE_ENV, TableManager
 from electric_table.store.tables import VERSIONS_DIR, metadata
 
@@ -48,6 +49,7 @@ def make_setup(*, pause_ms: int | None = None) -> Callable[[ServiceHost], Awaita
             path.store,
             stopping=host.stopping,
             hand_pause_ms=hand_pause_ms() if pause_ms is None else pause_ms,
+            metrics=TableMetrics(host.metrics.registry),
         )
         MANAGERS[id(host)] = manager
         resumed = await manager.recover()

@@ -7,8 +7,8 @@
   multiplier seed and the seats of the event) and append its first events to
   ``table-<id>`` — TableStarted (carrying the domain TournamentStarted) and LevelAdvanced —
   plus the read model, exactly once even on redelivery (the consumer's applied-record is in
-  the same transaction, and the stream must not exist yet). The seed is taken from the
-  event's ``multiplier_seed`` field when registration provides one, else from TableFilled.
+  the same transaction, and the stream must not exist yet). The seed is the event's
+  ``multiplier_seed``, else the one TableFilled revealed.
   A TournamentStarted that cannot be played (no revealed seed, wrong number of seats, an
   unknown buy-in, a multiplier that disagrees with the seed) still creates the table
   (TableStarted without a domain record) so GetTable answers, and logs an error; no hands
@@ -55,12 +55,9 @@ HANDLED_TYPES = {TOURNAMENT_STARTED.encode(), TABLE_FILLED.encode()}
 
 
 def _seed_of(conn: Connection, started: registration_events.TournamentStarted) -> str:
-    fields = started.DESCRIPTOR.fields_by_name
-    if "multiplier_seed" in fields:
-        value = str(getattr(started, "multiplier_seed", ""))
-        if value:
-            return value
-    return repo.get_multiplier_seed(conn, started.table_id) or ""
+    if started.multiplier_seed:
+        return started.multiplier_seed
+    return repo.get_multiplier_seed(conn, started.table_id or started.tournament_id) or ""
 
 
 def start_table(store: EventStore, conn: Connection, envelope: Envelope) -> None:
@@ -77,7 +74,11 @@ def start_table(store: EventStore, conn: Connection, envelope: Envelope) -> None
         return  # another type: nothing to do
     table_id = started.table_id or started.tournament_id
     action_timer_ms = started.action_timer.ToMilliseconds()
-    level_ms = started.levels[0].duration.ToMilliseconds() if started.levels else 0
+    level_ms = (
+        started.level_duration.ToMilliseconds()
+        if started.HasField("level_duration")
+        else (started.levels[0].duration.ToMilliseconds() if started.levels else 0)
+    )
     cfg = config_for(
         action_timer_ms=action_timer_ms,
         time_bank_ms=(

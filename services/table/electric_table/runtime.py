@@ -46,9 +46,11 @@ from electric_platform import (
     ServiceError,
     Unavailable,
 )
+from prometheus_client import CollectorRegistry
 from sqlalchemy import Connection, Engine
 
 from electric_table import mapping
+from electric_table.metrics import TableMetrics
 from electric_table.store import repo
 
 log = logging.getLogger(__name__)
@@ -160,6 +162,7 @@ class TableManager:
         clock: Clock | None = None,
         hand_pause_ms: int = DEFAULT_HAND_PAUSE_MS,
         seed_source: Callable[[], bytes] = lambda: os.urandom(32),
+        metrics: TableMetrics | None = None,
     ) -> None:
         self.engine = engine
         self.store = store
@@ -169,6 +172,25 @@ class TableManager:
         self.seed_source = seed_source
         self.tables: dict[str, TableRuntime] = {}
         self._loading: dict[str, asyncio.Lock] = {}
+        self.metrics = metrics or TableMetrics(CollectorRegistry())
+        self.metrics.watch(self._live_count, self._overdue_seconds)
+
+    def _live_count(self) -> float:
+        return float(sum(1 for rt in list(self.tables.values()) if not rt.finished))
+
+    def _overdue_seconds(self) -> float:
+        now = self.clock.now_ms()
+        worst = 0
+        for rt in list(self.tables.values()):
+            if rt.finished:
+                continue
+            due = [rt.tournament.next_wakeup_at()]
+            if rt.tournament.awaiting_deal():
+                due.append(rt.deal_at)
+            for at in due:
+                if at is not None:
+                    worst = max(worst, now - at)
+        return worst / 1000
 
     # ------------------------------------------------------------------ loading
 
@@ -194,7 +216,10 @@ class TableManager:
             rt = self.tables.get(table_id)
             if rt is not None:
                 return rt
-            rt = await asyncio.to_thread(self.rebuild, table_id)
+            try:
+                rt = await asyncio.to_thread(self.rebuild, table_id)
+            finally:
+                self._loading.pop(table_id, None)
             if rt is None:
                 return None
             self.tables[table_id] = rt
@@ -361,6 +386,13 @@ class TableManager:
                 raise Aborted(f"table {rt.table_id} changed concurrently; retry") from exc
             raise Unavailable(f"table {rt.table_id}: could not store the command; retry") from exc
         rt.version = new_version
+        for e in events:
+            if isinstance(e, dev.HandStarted):
+                self.metrics.hands.inc()
+            elif isinstance(e, dev.TimedOut):
+                self.metrics.timeouts.inc()
+            elif isinstance(e, dev.TournamentFinished):
+                self.metrics.finished.inc()
         if mapped:
             rt.notify(type(mapped[-1].message).DESCRIPTOR.full_name)
         if t.awaiting_deal() and rt.deal_at is None:
@@ -391,6 +423,7 @@ class TableManager:
                 raise
             except Exception:
                 log.exception("table %s driver step failed; retrying", rt.table_id)
+                self.metrics.driver_errors.inc()
                 delay = 1.0
             if delay <= 0:
                 continue

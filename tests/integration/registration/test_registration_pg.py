@@ -118,3 +118,14 @@ async def test_concurrent_registrations_never_overfill_pg(stack: Stack) -> None:
 async def _started_once(stack: Stack, table_id: str) -> list[object] | None:
     evs = stack.registration_events(table_id)
     return evs if any(isinstance(e, reg_events.TournamentStarted) for e in evs) else None
+
+
+async def test_concurrent_retries_of_one_request_reserve_once_pg(stack: Stack) -> None:
+    await stack.deposit("fay", 300)
+    results = await asyncio.gather(
+        *(stack.register("fay", entries=3, request_id="same-pg") for _ in range(4))
+    )
+    assert len({tuple(e.entry_id for e in r.entries) for r in results}) == 1
+    assert sum(not r.replayed for r in results) == 1
+    b = await stack.balance("fay")
+    assert (b.cash, b.reserved) == (0, 300)

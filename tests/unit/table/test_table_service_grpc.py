@@ -140,6 +140,13 @@ async def test_full_tournament_over_grpc_with_private_views(env: Env) -> None:
         s.hole_cards for b in bots for v in b.views for s in v.seats if s.seat == v.your_seat
     )
     assert own_seen
+    # Business metrics follow the stored events.
+    registry = env.host.metrics.registry
+    assert registry.get_sample_value("electric_table_tournaments_finished_total") == 1
+    assert registry.get_sample_value("electric_table_hands_dealt_total") == kinds.count(
+        "HandStarted"
+    )
+    assert registry.get_sample_value("electric_table_live_tables") == 0
     # Replay from the store gives the very same aggregate.
     rebuilt = env.manager.rebuild(table_id)
     assert rebuilt is not None
