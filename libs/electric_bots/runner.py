@@ -229,6 +229,9 @@ class BotRunner:
             try:
                 await asyncio.gather(*tasks)
             finally:
+                # Stop first: a cancelled gRPC stream may surface as an RpcError (CANCELLED)
+                # rather than CancelledError; the bots' loops end on the stop event anyway.
+                self.stop.set()
                 budget.cancel()
                 for task in tasks:
                     task.cancel()

@@ -143,7 +143,6 @@ class Projector:
     pre_actions: dict[int, PreAction] = field(default_factory=dict)
     eliminated_in: dict[int, int] = field(default_factory=dict)
     finished: bool = False
-    last_action_request: str = ""
 
     @property
     def next_action_seq(self) -> int:

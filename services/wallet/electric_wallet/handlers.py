@@ -89,12 +89,21 @@ class Wallet:
         account_ids: Callable[[Connection], Iterable[str]],
         transfer_ids: Iterable[str],
         decide: Callable[[d.Ledger, datetime], tuple[R, list[d.Event]]],
+        *,
+        resolves: str = "",
     ) -> R:
         tids = tuple(transfer_ids)
         for attempt in range(1, self.max_attempts + 1):
             try:
                 with self.engine.begin() as conn:
-                    ledger = store.load(conn, account_ids(conn), tids, lock=True)
+                    # A post/void locks the accounts of the transfer it resolves: in one
+                    # round trip on PostgreSQL, else read the transfer then lock.
+                    found = store.load_for_resolution(conn, resolves, tids) if resolves else None
+                    ledger = (
+                        found
+                        if found is not None
+                        else store.load(conn, account_ids(conn), tids, lock=True)
+                    )
                     before = copy.deepcopy(ledger)
                     result, events = decide(ledger, self.clock())
                     if events:
@@ -198,7 +207,7 @@ class Wallet:
             t, events = act(ledger, now)
             return Result(t, not events), events
 
-        return self._command(accounts_of, [transfer_id], decide)
+        return self._command(accounts_of, [transfer_id], decide, resolves=transfer_id)
 
     def post_transfer(self, transfer_id: str, amount: int | None = None) -> Result:
         """Post a pending transfer (all of it, or ``amount`` <= the pending amount)."""

@@ -418,6 +418,12 @@ _PG_ACCOUNTS = (
     f"SELECT {_ACCOUNT_COLUMNS} FROM wallet_accounts WHERE account_id = ANY(%s) ORDER BY account_id"
 )
 _PG_LOCK_ACCOUNTS = f"{_PG_ACCOUNTS} FOR UPDATE"
+_PG_LOCK_TRANSFER_ACCOUNTS = (
+    f"SELECT {_ACCOUNT_COLUMNS} FROM wallet_accounts WHERE account_id IN ("
+    " SELECT leg.value ->> side.k FROM wallet_transfers AS t,"
+    " jsonb_array_elements(t.legs::jsonb) AS leg, (VALUES (0), (1)) AS side(k)"
+    " WHERE t.transfer_id = %s) ORDER BY account_id FOR UPDATE"
+)
 _PG_TRANSFERS = f"SELECT {_TRANSFER_COLUMNS} FROM wallet_transfers WHERE transfer_id = ANY(%s)"
 
 # Accounts opened by the command are inserted with their final balances (a statement
@@ -505,7 +511,34 @@ def _psycopg(conn: Connection) -> Any | None:
     return conn.connection.dbapi_connection
 
 
-def _pg_load(conn: Connection, raw: Any, ids: list[str], tids: list[str], lock: bool) -> d.Ledger:
+def load_for_resolution(
+    conn: Connection, transfer_id: str, transfer_ids: Iterable[str]
+) -> d.Ledger | None:
+    """What a post or void of ``transfer_id`` needs, in one round trip on PostgreSQL: the
+    accounts of its legs locked ``FOR UPDATE`` in account-id order (the subquery reads
+    the legs, which never change), then ``transfer_ids`` read under those locks. Raises
+    ``NotFound`` when the transfer does not exist. None elsewhere: the caller reads the
+    transfer, then :func:`load` (two round trips, same locks, same result)."""
+    raw = _psycopg(conn)
+    if raw is None:
+        return None
+    ledger = _pg_load(
+        conn, raw, [transfer_id], sorted({transfer_id, *transfer_ids}), True, by_transfer=True
+    )
+    if transfer_id not in ledger.transfers:
+        raise d.NotFound(f"transfer {transfer_id} does not exist")
+    return ledger
+
+
+def _pg_load(
+    conn: Connection,
+    raw: Any,
+    ids: list[str],
+    tids: list[str],
+    lock: bool,
+    *,
+    by_transfer: bool = False,
+) -> d.Ledger:
     import psycopg
     from psycopg.rows import namedtuple_row
 
@@ -518,7 +551,9 @@ def _pg_load(conn: Connection, raw: Any, ids: list[str], tids: list[str], lock: 
             raw.cursor(row_factory=namedtuple_row) as tr,
         ):
             with raw.pipeline():
-                if ids:
+                if by_transfer:
+                    acc.execute(_PG_LOCK_TRANSFER_ACCOUNTS, (ids[0],))
+                elif ids:
                     acc.execute(_PG_LOCK_ACCOUNTS if lock else _PG_ACCOUNTS, (ids,))
                 if tids:
                     tr.execute(_PG_TRANSFERS, (tids,))

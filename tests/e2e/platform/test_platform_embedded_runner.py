@@ -85,7 +85,7 @@ def test_embedded_runner_plays_tournaments_and_stops_cleanly(tmp_path: Path) -> 
             )
         assert len(lobby.tiers) == 5
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(30) == 0, "".join(lines)[-3000:]
+        assert proc.wait(60) == 0, "".join(lines)[-3000:]
         print(f"\nfirst tournament finished after {first_finish:.1f}s")
     finally:
         if proc.poll() is None:
