@@ -111,7 +111,8 @@ _PG_INSERT = (
     " FROM chain AS c JOIN new AS n ON n.ord = c.ord"
     " RETURNING global_position, stream_version, prev_hash, hash), "
     "ob AS (INSERT INTO eventlog_outbox (global_position, topic, created_at)"
-    " SELECT global_position, %(topic)s::text, %(recorded_at)s::timestamptz FROM ev WHERE %(topic)s::text <> '') "
+    " SELECT global_position, %(topic)s::text, %(recorded_at)s::timestamptz FROM ev"
+    " WHERE %(topic)s::text <> '') "
     "SELECT global_position, stream_version, prev_hash, hash FROM ev ORDER BY global_position"
 )
 #: ``mode`` of _PG_INSERT's expected-version check.

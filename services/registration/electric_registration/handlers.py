@@ -451,7 +451,7 @@ def seat_entries(
             table = next((c for c in candidates if c.table_id not in mine), None)
             if table is None:
                 table_id = open_table(
-                    conn, store, config, tier, correlation_id=correlation_id, at=now
+                    conn, store, config, tier, correlation_id=correlation_id, at=utc_now()
                 )
                 table = conn.execute(select(t.tables).where(t.tables.c.table_id == table_id)).one()
             taken = set(

@@ -46,7 +46,7 @@ async def test_three_entries_unregister_and_refused_after_fill_pg(stack: Stack) 
     assert len({e.table_id for e in r.entries}) == 3
     again = await stack.register("alice", entries=3, request_id="alice-1")
     assert again.replayed and [e.entry_id for e in again.entries] == [e.entry_id for e in r.entries]
-    gone, kept = r.entries[0], r.entries[1]
+    gone = r.entries[0]
     await stack.reg.Unregister(
         registration_pb2.UnregisterRequest(request_id="u1", table_id=gone.table_id),
         metadata=md("alice"),
@@ -56,9 +56,12 @@ async def test_three_entries_unregister_and_refused_after_fill_pg(stack: Stack) 
     )
     b = await stack.balance("alice")
     assert (b.cash, b.reserved) == (800, 200)
+    joined = set()
     for p in ("bob", "carol"):
         await stack.deposit(p, 100)
-        await stack.register(p)
+        joined |= {e.table_id for e in (await stack.register(p)).entries}
+    # Both went to the same table of Alice's (the most filled first).
+    [kept] = [e for e in r.entries if e.table_id in joined]
     with pytest.raises(grpc.aio.AioRpcError) as info:
         await stack.reg.Unregister(
             registration_pb2.UnregisterRequest(request_id="u2", entry_id=kept.entry_id),
