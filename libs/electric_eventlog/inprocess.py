@@ -19,7 +19,9 @@ class InProcessBus:
     def __init__(self) -> None:
         self._logs: dict[str, list[ReceivedMessage]] = {}
         self._offsets: dict[tuple[str, str], int] = {}
-        self._changed = asyncio.Condition()
+        # Replaced on every publish: waiters hold the old one, which publish sets. (A
+        # Condition with wait_for timeouts can fail to re-acquire its lock on Python 3.11.)
+        self._changed = asyncio.Event()
 
     async def start(self) -> None:
         """Nothing to connect."""
@@ -29,7 +31,7 @@ class InProcessBus:
 
     async def publish(self, messages: Sequence[OutgoingMessage]) -> None:
         """Append ``messages`` to their topics and wake the consumers."""
-        async with self._changed:
+        if messages:
             for message in messages:
                 log = self._logs.setdefault(message.topic, [])
                 log.append(
@@ -42,7 +44,8 @@ class InProcessBus:
                         headers=message.headers,
                     )
                 )
-            self._changed.notify_all()
+            changed, self._changed = self._changed, asyncio.Event()
+            changed.set()
 
     def committed(self, group_id: str, topic: str) -> int:
         """The next offset ``group_id`` will read from ``topic``."""
@@ -76,9 +79,9 @@ class InProcessBus:
 
     async def _wait_for_change(self, stop: asyncio.Event) -> None:
         # Short timeout: also re-checks ``stop`` without a second waiter task.
-        async with self._changed:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), timeout=0.1)
+        changed = self._changed
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(changed.wait(), timeout=0.1)
 
     async def read_topic(self, topic: str) -> AsyncIterator[ReceivedMessage]:
         """Messages of ``topic`` from offset zero to the end at call time."""

@@ -33,6 +33,7 @@ from electric.platform.v1 import events_pb2 as platform_events
 from electric.registration.v1 import events_pb2 as reg_events
 from electric.registration.v1 import registration_pb2, registration_pb2_grpc
 from electric.table.v1 import table_pb2, table_pb2_grpc
+from electric_domain.tournament import commitment, default_config, draw_multiplier
 from electric_eventlog import envelope_message, pack
 from electric_eventlog.kafka import KafkaBus
 from electric_platform import error_detail, issue_token
@@ -420,6 +421,8 @@ async def test_table_starts_from_tournament_started_on_kafka(
     cluster: dict[str, Proc], kafka_bootstrap: str
 ) -> None:
     table_id = str(uuid.uuid4())
+    seed = bytes(range(32))
+    multiplier = draw_multiplier(seed, default_config().pay_table).multiplier
     started = reg_events.TournamentStarted(
         tournament_id=table_id,
         table_id=table_id,
@@ -429,10 +432,12 @@ async def test_table_starts_from_tournament_started_on_kafka(
             tournament_pb2.SeatAssignment(seat=i, player_id=p, entry_id=f"e{i}")
             for i, p in ((1, "alice"), (2, "bob"), (3, "carol"))
         ],
-        multiplier=4,
+        multiplier=multiplier,
+        multiplier_seed=seed.hex(),
+        multiplier_seed_commitment=commitment(seed),
         starting_stack=500,
         buy_in=money_pb2.Money(cents=500, currency="USD"),
-        prize_pool=money_pb2.Money(cents=2000, currency="USD"),
+        prize_pool=money_pb2.Money(cents=500 * multiplier, currency="USD"),
         action_timer=Duration(seconds=10),
         time_bank=Duration(seconds=10),
     )
@@ -475,8 +480,18 @@ async def test_table_starts_from_tournament_started_on_kafka(
         (2, "bob", 500),
         (3, "carol", 500),
     ]
-    assert view.your_seat == 2 and view.multiplier == 4 and view.prize_pool.cents == 2000
-    assert view.version == 1  # exactly one TableStarted despite the duplicate delivery
+    assert view.your_seat == 2 and view.multiplier == multiplier
+    assert view.prize_pool.cents == 500 * multiplier
+    # Exactly one TableStarted despite the duplicate delivery (the table plays on meanwhile).
+    await asyncio.sleep(1.0)
+    table_events = [
+        e
+        for e in await _topic_envelopes(kafka_bootstrap, "electric.table.events")
+        if e.stream_id == f"table-{table_id}"
+    ]
+    starts = [e for e in table_events if e.event_type == "electric.table.v1.TableStarted"]
+    assert len(starts) == 1, [e.event_type for e in table_events]
+    assert starts[0].stream_version == 1
 
 
 async def test_sigterm_drains_streams_and_exits_zero(cluster: dict[str, Proc]) -> None:
