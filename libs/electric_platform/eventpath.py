@@ -11,7 +11,8 @@
 - the outbox relay as a background task of the host; at shutdown, after in-flight calls
   drained, a final relay drain, then the producer flush/stop, then the engine dispose;
 - Prometheus gauges ``electric_outbox_unsent_events`` and ``electric_outbox_relayed_events``
-  in the host's registry;
+  and the counter ``electric_eventlog_published_total{topic}`` in the host's registry
+  (:func:`register_outbox_metrics`; consumers: :func:`electric_platform.eventmetrics.watch_consumers`);
 - optionally (``announce=True``) a ``electric.platform.v1.ServiceInstanceStarted`` event.
 
 Handlers then append in one transaction with their own rows::
@@ -50,6 +51,7 @@ from prometheus_client import Gauge
 from sqlalchemy import Engine, MetaData
 
 from electric_platform.context import new_id
+from electric_platform.eventmetrics import event_metrics
 from electric_platform.metrics import software_version
 from electric_platform.server import ServiceHost
 
@@ -130,7 +132,7 @@ async def open_event_path(
     relay = OutboxRelay(engine, bus, topic=store.topic)
     host.add_background("outbox-relay", lambda: relay.run(host.stopping), restart=True)
     host.on_shutdown(relay.drain)
-    _register_gauges(host, engine, store.topic, relay)
+    register_outbox_metrics(host, engine, store.topic, relay)
     path = EventPath(engine=engine, store=store, bus=bus, relay=relay, instance_id=new_id())
     if announce:
         await asyncio.to_thread(_announce, host, path)
@@ -165,7 +167,13 @@ def _announce(host: ServiceHost, path: EventPath) -> None:
         )
 
 
-def _register_gauges(host: ServiceHost, engine: Engine, topic: str, relay: OutboxRelay) -> None:
+def register_outbox_metrics(
+    host: ServiceHost, engine: Engine, topic: str, relay: OutboxRelay | None
+) -> None:
+    """The outbox metrics of ``topic`` in ``host``'s registry: the backlog gauge
+    ``electric_outbox_unsent_events``, ``electric_outbox_relayed_events`` and the counter
+    ``electric_eventlog_published_total{topic}`` (``relay`` None: nothing relays here)."""
+    event_metrics(host).add_relay(topic, relay)
     registry = host.metrics.registry
     unsent = Gauge(
         "electric_outbox_unsent_events",
@@ -186,4 +194,4 @@ def _register_gauges(host: ServiceHost, engine: Engine, topic: str, relay: Outbo
         "Events this process published from the outbox since it started.",
         registry=registry,
     )
-    relayed.set_function(lambda: float(relay.published))
+    relayed.set_function(lambda: float(relay.published if relay is not None else 0))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from electric.payout.v1 import payout_pb2, payout_pb2_grpc
 from electric_domain.tournament import TournamentConfig, default_config
 from electric_platform.auth import TokenSource
+from electric_platform.eventmetrics import watch_consumers
 from electric_platform.eventpath import open_event_path
 from electric_platform.server import ServiceHost
 from electric_wallet.client import WalletClient
@@ -43,6 +44,7 @@ async def setup(host: ServiceHost, *, config: TournamentConfig | None = None) ->
     metrics.watch(path.engine)
     crediter = Crediter(payouts, wallet, metrics=metrics)
     consumers = PayoutConsumers(payouts, path.bus, crediter.wake.set)
+    watch_consumers(host, consumers.registration, consumers.table)
     host.add_background("payout-consumers", lambda: consumers.run(host.stopping), restart=True)
     host.add_background("prize-crediter", lambda: crediter.run(host.stopping), restart=True)
     host.add_service(

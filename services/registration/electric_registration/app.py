@@ -11,6 +11,7 @@ import asyncio
 from electric.registration.v1 import registration_pb2, registration_pb2_grpc
 from electric_domain.tournament import TournamentConfig, default_config
 from electric_platform.auth import TokenSource
+from electric_platform.eventmetrics import watch_consumers
 from electric_platform.eventpath import open_event_path
 from electric_platform.server import ServiceHost
 from electric_wallet.client import WalletClient
@@ -47,12 +48,14 @@ async def setup(host: ServiceHost, *, config: TournamentConfig | None = None) ->
     work = WalletWork(path.engine, path.store, wallet, notify=notifier.notify)
     metrics = RegistrationMetrics(host.metrics.registry)
     metrics.watch(path.engine)
+    metrics.configure(cfg)
     registrar = Registrar(
         path.engine, path.store, cfg, wallet, work, notify=notifier.notify, metrics=metrics
     )
     host.on_shutdown(registrar.drain)
     host.add_background("wallet-work", lambda: work.run(host.stopping), restart=True)
     consumer = TableStatusConsumer(path.engine, path.bus, notifier.notify)
+    watch_consumers(host, consumer.worker)
     host.add_background("table-status-consumer", lambda: consumer.run(host.stopping), restart=True)
     host.add_service(
         registration_pb2.DESCRIPTOR.services_by_name["RegistrationService"],

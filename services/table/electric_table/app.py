@@ -6,6 +6,7 @@ import os
 from collections.abc import Awaitable, Callable, Mapping
 
 from electric.table.v1 import table_pb2, table_pb2_grpc
+from electric_platform.eventmetrics import watch_consumers
 from electric_platform.eventpath import open_event_path
 from electric_platform.server import ServiceHost
 
@@ -63,6 +64,7 @@ def make_setup(*, pause_ms: int | None = None) -> Callable[[ServiceHost], Awaita
         worker = tournament_worker(
             path.engine, path.bus, path.store, group_id=os.environ.get(CONSUMER_GROUP_ENV, "")
         )
+        watch_consumers(host, worker)
         host.add_background(
             "tournament-consumer",
             lambda: run_tournament_consumer(worker, host.stopping, manager),

@@ -7,22 +7,26 @@ import asyncio
 
 from electric.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from electric_eventlog import EventBus, EventStore, OutboxRelay, create_engine
+from electric_platform.eventpath import register_outbox_metrics
 from electric_platform.server import ServiceHost
 from sqlalchemy import Engine
 
 from . import store
 from .api import WalletApi
+from .flows import MeteredWallet, WalletFlowMetrics
 from .handlers import Wallet
 from .metrics import WalletCollector
 
 PRODUCER = "wallet"
 
 
-def open_wallet(database_url: str) -> Wallet:
-    """Engine + migrations + system accounts: a ready :class:`Wallet` (blocking)."""
+def open_wallet(database_url: str, *, flows: WalletFlowMetrics | None = None) -> Wallet:
+    """Engine + migrations + system accounts: a ready :class:`Wallet` (blocking). With
+    ``flows``, posted transfers are counted there."""
     engine: Engine = create_engine(database_url)
     store.migrate(engine)
-    wallet = Wallet(engine, EventStore(engine, producer=PRODUCER))
+    wallet = MeteredWallet(engine, EventStore(engine, producer=PRODUCER))
+    wallet.flows = flows
     wallet.bootstrap()
     return wallet
 
@@ -30,7 +34,8 @@ def open_wallet(database_url: str) -> Wallet:
 async def setup(host: ServiceHost, *, bus: EventBus | None = None) -> None:
     """Wire the wallet into ``host``. Events are relayed from the outbox to ``bus`` (given by
     the embedded runner) or, when Kafka is configured, to Kafka."""
-    wallet = await asyncio.to_thread(open_wallet, host.config.database_url)
+    flows = WalletFlowMetrics(host.metrics.registry)
+    wallet = await asyncio.to_thread(open_wallet, host.config.database_url, flows=flows)
     host.add_service(
         wallet_pb2.DESCRIPTOR.services_by_name["WalletService"],
         wallet_pb2_grpc.add_WalletServiceServicer_to_server,
@@ -45,8 +50,11 @@ async def setup(host: ServiceHost, *, bus: EventBus | None = None) -> None:
         await kafka.start()
         host.on_shutdown(kafka.stop)
         bus = kafka
+    relay: OutboxRelay | None = None
     if bus is not None:
         relay = OutboxRelay(wallet.engine, bus, topic=wallet.events.topic)
         stopping = host.stopping
-        host.add_background("wallet-outbox-relay", lambda: relay.run(stopping))
+        running = relay
+        host.add_background("wallet-outbox-relay", lambda: running.run(stopping))
+    register_outbox_metrics(host, wallet.engine, wallet.events.topic, relay)
     host.on_shutdown(wallet.engine.dispose)
