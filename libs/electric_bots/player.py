@@ -82,8 +82,15 @@ class BotStats:
     tables_played: set[str] = field(default_factory=set)
     #: Last error messages (bounded), for diagnostics.
     last_errors: list[str] = field(default_factory=list)
+    #: Other diagnostic lines (bounded), e.g. streams resubscribed after a silence.
+    notes: list[str] = field(default_factory=list)
     #: Last refusals of stale commands (bounded), for diagnostics.
     last_stale: list[str] = field(default_factory=list)
+
+    def note(self, text: str) -> None:
+        """Keep a diagnostic line (bounded)."""
+        self.notes.append(text)
+        del self.notes[:-20]
 
     def error(self, text: str) -> None:
         """Count an unexpected error and keep its message."""
@@ -406,7 +413,9 @@ class BotPlayer:
                 while True:
                     # A view at least every few seconds while a game runs (timers); silence
                     # means a lost update: resubscribe, the first view is the current one.
-                    update = await asyncio.wait_for(stream.read(), timeout=self.idle_seconds)
+                    # Before the first hand a silence is suspicious sooner.
+                    idle = 2.0 if session.starting else self.idle_seconds
+                    update = await asyncio.wait_for(stream.read(), timeout=idle)
                     if not isinstance(update, table_pb2.WatchTableResponse):
                         break  # grpc.aio.EOF: the server ended the stream
                     not_found = 0
@@ -414,6 +423,7 @@ class BotPlayer:
                         return
             except TimeoutError:
                 self._stats.resubscribes += 1
+                self._stats.note(f"resubscribed {table_id} after silence; last view {session.last}")
             except grpc.aio.AioRpcError as err:
                 code = _code(err)
                 if code is grpc.StatusCode.NOT_FOUND:
@@ -446,16 +456,27 @@ class _TableSession:
         self.done = False
         #: Message of the last FAILED_PRECONDITION/ABORTED refusal (lower case).
         self.refused = ""
+        #: Short description of the last view (diagnostics).
+        self.last = ""
+        #: True until a view with a hand arrived.
+        self.starting = True
 
     async def on_view(self, view: table_pb2.TableView) -> bool:
         """React to a new view; True when the bot is finished at this table."""
         bot = self.bot
         stats = bot._stats
         seat = my_seat(view)
+        self.last = (
+            f"v{view.version} {table_pb2.TableStatus.Name(view.status)} hand "
+            f"{view.hand.hand_number}/{view.hand.action_seq} to_act {view.hand.to_act_seat} "
+            f"me {view.your_seat} legal {len(view.legal_actions)}"
+        )
         if view.status == table_pb2.TABLE_STATUS_FINISHED:
             stats.tables_finished.add(self.table_id)
             self.done = True
             return True
+        if view.HasField("hand") and view.hand.hand_number > 0:
+            self.starting = False
         if seat is None or view.status != table_pb2.TABLE_STATUS_RUNNING:
             return False
         stats.tables_played.add(self.table_id)

@@ -39,9 +39,7 @@ log = logging.getLogger(__name__)
 #: Seconds between two reads of the Kafka consumer-group offsets.
 KAFKA_LAG_INTERVAL = 10.0
 
-_collectors: weakref.WeakKeyDictionary[ServiceHost, EventLogCollector] = (
-    weakref.WeakKeyDictionary()
-)
+_collectors: weakref.WeakKeyDictionary[ServiceHost, EventLogCollector] = weakref.WeakKeyDictionary()
 
 
 class EventLogCollector(Collector):
@@ -171,7 +169,8 @@ def event_metrics(host: ServiceHost) -> EventLogCollector:
 def watch_consumers(host: ServiceHost, *workers: ConsumerWorker) -> None:
     """Report ``workers``' applied/skipped/dead-letter counts and lag in ``host``'s metrics.
 
-    When a worker consumes from Kafka, the first such call also starts the lag poller as a background task of the host.
+    When a worker consumes from Kafka, the first such call also starts the lag poller as a
+    background task of the host.
     """
     from electric_eventlog.kafka import KafkaBus
 

@@ -12,7 +12,8 @@
   drained, a final relay drain, then the producer flush/stop, then the engine dispose;
 - Prometheus gauges ``electric_outbox_unsent_events`` and ``electric_outbox_relayed_events``
   and the counter ``electric_eventlog_published_total{topic}`` in the host's registry
-  (:func:`register_outbox_metrics`; consumers: :func:`electric_platform.eventmetrics.watch_consumers`);
+  (:func:`register_outbox_metrics`; consumer metrics:
+  :func:`electric_platform.eventmetrics.watch_consumers`);
 - optionally (``announce=True``) a ``electric.platform.v1.ServiceInstanceStarted`` event.
 
 Handlers then append in one transaction with their own rows::

@@ -272,7 +272,8 @@ async def test_bots_play_twenty_tournaments_and_the_money_adds_up(
         f"\n{len(facts.finished)} tournaments in {played:.0f}s "
         f"({len(facts.finished) * 60 / played:.1f}/min), multipliers "
         f"{sorted(Counter(s.multiplier for s in facts.started.values()).items())}, "
-        f"actions {stats.actions}"
+        f"actions {stats.actions}, stale {stats.stale_commands}, "
+        f"resubscribes {stats.resubscribes} {stats.notes[-3:]}"
     )
 
     # Prizes, computed here; PrizeCredited exactly once per winner with that amount.

@@ -479,7 +479,8 @@ def test_multiplier_alert_thresholds_are_the_python_ones(alert_rules: dict[str, 
         " * on (multiplier) (1 - electric:multiplier_configured_probability)"
     )
     assert records["electric:multiplier_draws:zscore1d"] == (
-        "(electric:multiplier_draws:increase1d - on (multiplier) electric:multiplier_draws:expected1d)"
+        "(electric:multiplier_draws:increase1d"
+        " - on (multiplier) electric:multiplier_draws:expected1d)"
         " / on (multiplier) sqrt(electric:multiplier_draws:variance1d)"
     )
 
@@ -491,8 +492,5 @@ def test_promql_metric_name_extraction() -> None:
         " and on (job) up"
     )
     assert promql_metric_names(expr) == {"a_seconds_bucket", "b_total", "up"}
-    expr = (
-        "electric:x:rate1d * on () group_left () scalar(sum(c_total))"
-        " / on (m) sqrt(d) > 1e-9"
-    )
+    expr = "electric:x:rate1d * on () group_left () scalar(sum(c_total)) / on (m) sqrt(d) > 1e-9"
     assert promql_metric_names(expr) == {"electric:x:rate1d", "c_total", "d"}
