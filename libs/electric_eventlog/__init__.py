@@ -42,7 +42,7 @@ from .outbox_relay import OutboxRelay
 from .registry import PayloadRegistry, default_registry, pack, type_name_of
 from .replay import fold_stream, replay_store, replay_topic
 from .store import EventStore, utc_now
-from .topics import dlq_topic_for, partitions_for, topic_for
+from .topics import dlq_topic_for, namespaced, partitions_for, topic_for
 from .verify import BrokenLink, ChainVerifier, VerificationReport, verify, verify_envelopes
 
 __all__ = [
@@ -88,6 +88,7 @@ __all__ = [
     "is_transient",
     "mark_sent",
     "migrate",
+    "namespaced",
     "pack",
     "partitions_for",
     "purge_sent",

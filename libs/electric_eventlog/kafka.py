@@ -3,6 +3,11 @@
 Producer: idempotent (``enable_idempotence=True``, ``acks="all"``), so broker-side retries
 neither duplicate nor reorder within a partition. Consumer: offsets committed manually,
 after the handler returned for the messages of a partition batch.
+
+Namespace: a bus created with ``namespace="ns"`` talks to Kafka topics and consumer groups
+named ``ns.<name>`` while its callers keep using the plain names (``electric.table.events``,
+``table.tournaments``): published, consumed and replayed topics and group ids are prefixed
+on the way out and received messages carry the plain topic name again.
 """
 
 from __future__ import annotations
@@ -17,16 +22,19 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import CommitFailedError
 
 from .bus import Handler, OutgoingMessage, ReceivedMessage
-from .topics import RETENTION_CONFIG, dlq_topic_for, partitions_for
+from .topics import RETENTION_CONFIG, dlq_topic_for, namespaced, partitions_for
 
 log = logging.getLogger(__name__)
 
 _TOPIC_ALREADY_EXISTS = 36
 
 
-def _received(record: Any) -> ReceivedMessage:
+def _received(record: Any, namespace: str = "") -> ReceivedMessage:
+    topic = record.topic
+    if namespace:
+        topic = topic.removeprefix(f"{namespace}.")
     return ReceivedMessage(
-        topic=record.topic,
+        topic=topic,
         partition=record.partition,
         offset=record.offset,
         key=record.key or b"",
@@ -45,12 +53,18 @@ class KafkaBus:
         client_id: str = "electric",
         producer_options: dict[str, Any] | None = None,
         consumer_options: dict[str, Any] | None = None,
+        namespace: str = "",
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.client_id = client_id
+        self.namespace = namespace
         self._producer_options = {"linger_ms": 5, **(producer_options or {})}
         self._consumer_options = consumer_options or {}
         self._producer: AIOKafkaProducer | None = None
+
+    def kafka_name(self, name: str) -> str:
+        """The name of topic/group ``name`` on the broker (prefixed by the namespace)."""
+        return namespaced(self.namespace, name)
 
     async def start(self) -> None:
         """Start the idempotent producer (idempotent call)."""
@@ -79,7 +93,9 @@ class KafkaBus:
         assert self._producer is not None
         # send() only enqueues; enqueue everything first so batches fill, then await acks.
         pending = [
-            await self._producer.send(m.topic, value=m.value, key=m.key, headers=list(m.headers))
+            await self._producer.send(
+                self.kafka_name(m.topic), value=m.value, key=m.key, headers=list(m.headers)
+            )
             for m in messages
         ]
         if pending:
@@ -95,10 +111,10 @@ class KafkaBus:
     ) -> None:
         """Consume ``topics`` as ``group_id``; commit after ``handler`` per partition batch."""
         consumer = AIOKafkaConsumer(
-            *topics,
+            *(self.kafka_name(t) for t in topics),
             bootstrap_servers=self.bootstrap_servers,
             client_id=self.client_id,
-            group_id=group_id,
+            group_id=self.kafka_name(group_id),
             enable_auto_commit=False,
             auto_offset_reset="earliest",
             **self._consumer_options,
@@ -109,7 +125,7 @@ class KafkaBus:
                 batches = await consumer.getmany(timeout_ms=200, max_records=500)
                 for tp, records in batches.items():
                     for record in records:
-                        await handler(_received(record))
+                        await handler(_received(record, self.namespace))
                     try:
                         await consumer.commit({tp: records[-1].offset + 1})
                     except CommitFailedError:
@@ -121,8 +137,9 @@ class KafkaBus:
 
     async def read_topic(self, topic: str) -> AsyncIterator[ReceivedMessage]:
         """Every message of ``topic`` from offset zero to the end offsets at call time."""
-        partitions = await topic_partitions(self.bootstrap_servers, topic)
-        tps = [TopicPartition(topic, p) for p in partitions]
+        physical = self.kafka_name(topic)
+        partitions = await topic_partitions(self.bootstrap_servers, physical)
+        tps = [TopicPartition(physical, p) for p in partitions]
         if not tps:
             return
         consumer = AIOKafkaConsumer(
@@ -143,7 +160,7 @@ class KafkaBus:
                 for tp, records in batches.items():
                     for record in records:
                         if record.offset < ends[tp]:
-                            yield _received(record)
+                            yield _received(record, self.namespace)
                     if await consumer.position(tp) >= ends[tp]:
                         remaining.discard(tp)
         finally:
@@ -173,13 +190,17 @@ async def ensure_topics(
     *,
     with_dlq: bool = True,
     replication_factor: int = 1,
+    namespace: str = "",
 ) -> list[str]:
     """Create missing ``topics`` (and their ``.dlq``) with unlimited retention.
 
-    Partition counts come from :data:`electric_eventlog.topics.PARTITIONS`. Existing topics
-    are left alone. Returns the names created.
+    Partition counts come from :data:`electric_eventlog.topics.PARTITIONS` (by the plain
+    name). With a ``namespace`` the topics are created as ``<namespace>.<topic>``. Existing
+    topics are left alone. Returns the (broker) names created.
     """
-    wanted = list(topics) + ([dlq_topic_for(t) for t in topics] if with_dlq else [])
+    plain = list(topics) + ([dlq_topic_for(t) for t in topics] if with_dlq else [])
+    partitions = {namespaced(namespace, t): partitions_for(t) for t in plain}
+    wanted = list(partitions)
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers)
     await admin.start()
     try:
@@ -191,7 +212,7 @@ async def ensure_topics(
             [
                 NewTopic(
                     name=t,
-                    num_partitions=partitions_for(t),
+                    num_partitions=partitions[t],
                     replication_factor=replication_factor,
                     topic_configs=dict(RETENTION_CONFIG),
                 )

@@ -19,6 +19,14 @@ def topic_for(service: str) -> str:
     return f"electric.{service}.events"
 
 
+def namespaced(namespace: str, name: str) -> str:
+    """The Kafka name of a topic or consumer group in ``namespace``: ``<namespace>.<name>``
+    (``name`` unchanged when the namespace is empty, the default). Lets several clusters
+    share one broker without sharing topics or consumer groups (``ELECTRIC_KAFKA_NAMESPACE``).
+    """
+    return f"{namespace}.{name}" if namespace else name
+
+
 def dlq_topic_for(topic: str) -> str:
     """The dead-letter topic of ``topic``: ``<topic>.dlq``."""
     return f"{topic}.dlq"

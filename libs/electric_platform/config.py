@@ -25,6 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from electric_eventlog.topics import namespaced
+
 #: The services of the platform, in port order.
 SERVICES: tuple[str, ...] = ("registration", "table", "wallet", "payout")
 
@@ -110,6 +112,15 @@ KAFKA_BOOTSTRAP_SERVERS = EnvVar(
     "Kafka bootstrap servers (host:port,…). Empty = no Kafka: events go over the in-process "
     "bus (embedded mode).",
 )
+KAFKA_NAMESPACE = EnvVar(
+    "ELECTRIC_KAFKA_NAMESPACE",
+    "",
+    "Prefix of every Kafka topic and consumer group the services use (<namespace>.<name>, "
+    "e.g. run42.electric.table.events, run42.table.tournaments). Empty = the plain names. "
+    "Lets several clusters share one broker; every service of one cluster needs the same "
+    "value. Letters, digits, '.', '_' and '-' only.",
+    per_service=False,
+)
 AUTH_SECRET = EnvVar(
     "ELECTRIC_AUTH_SECRET",
     DEV_AUTH_SECRET,
@@ -166,6 +177,7 @@ ENV_VARS: tuple[EnvVar, ...] = (
     VAR_DIR,
     DATABASE_URL,
     KAFKA_BOOTSTRAP_SERVERS,
+    KAFKA_NAMESPACE,
     AUTH_SECRET,
     LOG_LEVEL,
     LOG_FORMAT,
@@ -216,6 +228,7 @@ class ServiceConfig:
     shutdown_grace_seconds: float
     var_dir: Path
     targets: Mapping[str, str] = field(default_factory=dict)
+    kafka_namespace: str = ""
 
     @property
     def uses_kafka(self) -> bool:
@@ -232,6 +245,11 @@ class ServiceConfig:
         """The Kafka topic of this service's events: ``electric.<service>.events``."""
         return f"electric.{self.service}.events"
 
+    def kafka_name(self, name: str) -> str:
+        """The broker name of topic or consumer group ``name``: ``<namespace>.<name>`` with
+        ``ELECTRIC_KAFKA_NAMESPACE`` set, else ``name`` itself."""
+        return kafka_name(self.kafka_namespace, name)
+
     def target(self, service: str) -> str:
         """host:port where ``service`` is reached."""
         return self.targets[service]
@@ -244,10 +262,32 @@ class ServiceConfig:
             "metrics": f"{self.metrics_host}:{self.metrics_port}",
             "database_url": _mask_url(self.database_url),
             "kafka_bootstrap_servers": self.kafka_bootstrap_servers or "(in-process bus)",
+            "kafka_namespace": self.kafka_namespace,
             "auth_secret": "(development default)" if self.auth_secret_is_default else "(set)",
             "log_level": self.log_level,
             "shutdown_grace_seconds": self.shutdown_grace_seconds,
         }
+
+
+_NAMESPACE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+def kafka_name(namespace: str, name: str) -> str:
+    """``<namespace>.<name>``, or ``name`` when ``namespace`` is empty (the Kafka bus applies
+    this to every topic and consumer group; see ``ELECTRIC_KAFKA_NAMESPACE``)."""
+    return namespaced(namespace, name)
+
+
+def _namespace(text: str) -> str:
+    value = text.strip().strip(".")
+    bad = sorted(set(value) - _NAMESPACE_CHARS)
+    if bad:
+        raise ConfigError(
+            f"{KAFKA_NAMESPACE.name}={text!r} may hold only letters, digits, '.', '_' and '-'"
+        )
+    if len(value) > 100:
+        raise ConfigError(f"{KAFKA_NAMESPACE.name} is longer than 100 characters")
+    return value
 
 
 def _mask_url(url: str) -> str:
@@ -329,4 +369,5 @@ def load_config(service: str, environ: Mapping[str, str] | None = None) -> Servi
         shutdown_grace_seconds=grace,
         var_dir=Path(var_dir_text),
         targets={name: get(var) for name, var in _TARGETS.items()},
+        kafka_namespace=_namespace(get(KAFKA_NAMESPACE)),
     )

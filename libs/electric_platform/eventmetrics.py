@@ -132,7 +132,13 @@ class EventLogCollector(Collector):
     async def _read_kafka_lag(self, admin: Any, reader: Any) -> dict[tuple[str, str], int]:
         from aiokafka import TopicPartition
 
-        topics = sorted({t for w in self.workers for t in w.topics})
+        # Broker names: a KafkaBus with a namespace (ELECTRIC_KAFKA_NAMESPACE) prefixes
+        # topics and groups; labels keep the plain names.
+        def name(w: ConsumerWorker, plain: str) -> str:
+            kafka_name = getattr(w.bus, "kafka_name", None)
+            return str(kafka_name(plain)) if kafka_name is not None else plain
+
+        topics = sorted({name(w, t) for w in self.workers for t in w.topics})
         existing = set(await admin.list_topics())
         described = await admin.describe_topics([t for t in topics if t in existing])
         partitions = [
@@ -144,11 +150,11 @@ class EventLogCollector(Collector):
         ends: dict[Any, int] = await reader.end_offsets(partitions) if partitions else {}
         result: dict[tuple[str, str], int] = {}
         for w in self.workers:
-            committed = await admin.list_consumer_group_offsets(w.group_id)
+            committed = await admin.list_consumer_group_offsets(name(w, w.group_id))
             for topic in w.topics:
                 behind = 0
                 for tp, end in ends.items():
-                    if tp.topic != topic:
+                    if tp.topic != name(w, topic):
                         continue
                     meta = committed.get(tp)
                     done = meta.offset if meta is not None and meta.offset >= 0 else 0

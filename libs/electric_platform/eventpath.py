@@ -124,8 +124,16 @@ async def open_event_path(
         if cfg.uses_kafka:
             from electric_eventlog.kafka import KafkaBus, ensure_topics
 
-            await ensure_topics(cfg.kafka_bootstrap_servers, [store.topic, *consumes])
-            bus = KafkaBus(cfg.kafka_bootstrap_servers, client_id=f"electric-{cfg.service}")
+            await ensure_topics(
+                cfg.kafka_bootstrap_servers,
+                [store.topic, *consumes],
+                namespace=cfg.kafka_namespace,
+            )
+            bus = KafkaBus(
+                cfg.kafka_bootstrap_servers,
+                client_id=f"electric-{cfg.service}",
+                namespace=cfg.kafka_namespace,
+            )
         else:
             bus = inprocess_bus()
     await bus.start()

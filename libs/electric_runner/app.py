@@ -323,7 +323,11 @@ def _tail(path: Path, n: int) -> list[str]:
 def _kafka_bus(cfg: ServiceConfig) -> EventBus:
     from electric_eventlog.kafka import KafkaBus
 
-    return KafkaBus(cfg.kafka_bootstrap_servers, client_id="electric-runner-summary")
+    return KafkaBus(
+        cfg.kafka_bootstrap_servers,
+        client_id="electric-runner-summary",
+        namespace=cfg.kafka_namespace,
+    )
 
 
 async def _stop_with(hosts: Sequence[ServiceHost], stop: asyncio.Event) -> None:

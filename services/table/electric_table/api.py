@@ -138,30 +138,47 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
         """Current view, then one after every change (pushed, not polled); ends after the
         finished tournament's view or when the server shuts down."""
         caller = current_principal().subject
-        found = await self._find(request.table_id)
-        if not isinstance(found, TableRuntime):
-            yield table_pb2.WatchTableResponse(table=_row_view(found, caller))
-            await self._stopping.wait()
-            return
-        rt = found
-        event_type = ""
+        table_id = request.table_id
+        if not table_id:
+            raise InvalidArgument("table_id is required")
         stop_wait = asyncio.ensure_future(self._stopping.wait())
         try:
-            while True:
-                async with rt.lock:  # see _view: only what is stored
-                    changed = rt.changed
-                    view = build_view(rt, caller, self._manager.now_for(rt))
-                yield table_pb2.WatchTableResponse(table=view, event_type=event_type)
-                if view.status == table_pb2.TABLE_STATUS_FINISHED:
-                    return
-                change_wait = asyncio.ensure_future(changed.wait())
-                await asyncio.wait({change_wait, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
-                if not change_wait.done():
-                    change_wait.cancel()
-                    return
-                event_type = rt.last_event_type
+            # Subscribe BEFORE looking the table up: a table that exists only as a read-model
+            # row (TournamentStarted stored, runtime not loaded yet) is loaded later by the
+            # consumer, which notifies this same notifier (the registry is keyed by table id).
+            with self._manager.watching(table_id) as notifier:
+                while True:
+                    changed = notifier.changed
+                    found = await self._find(table_id)
+                    if isinstance(found, TableRuntime):
+                        break
+                    yield table_pb2.WatchTableResponse(table=_row_view(found, caller))
+                    if not await self._next_change(changed, stop_wait):
+                        return
+                rt = found
+                event_type = ""
+                while True:
+                    async with rt.lock:  # see _view: only what is stored
+                        changed = rt.changed
+                        view = build_view(rt, caller, self._manager.now_for(rt))
+                    yield table_pb2.WatchTableResponse(table=view, event_type=event_type)
+                    if view.status == table_pb2.TABLE_STATUS_FINISHED:
+                        return
+                    if not await self._next_change(changed, stop_wait):
+                        return
+                    event_type = rt.last_event_type
         finally:
             stop_wait.cancel()
+
+    @staticmethod
+    async def _next_change(changed: asyncio.Event, stop_wait: asyncio.Future[Any]) -> bool:
+        """Wait for ``changed``; False when the server is stopping first."""
+        change_wait = asyncio.ensure_future(changed.wait())
+        await asyncio.wait({change_wait, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+        if not change_wait.done():
+            change_wait.cancel()
+            return False
+        return True
 
     # ------------------------------------------------------------------ commands
 

@@ -22,7 +22,7 @@ import dataclasses
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -110,6 +110,23 @@ class RequestKey:
     rpc: str
 
 
+class TableNotifier:
+    """Wakes the watchers of one table id.
+
+    Owned by the `TableManager`'s registry (keyed by table id, created on first use), so a
+    watcher can subscribe before the table is loaded into memory: the runtime loaded later
+    uses the same notifier, and loading it notifies too."""
+
+    def __init__(self) -> None:
+        self.changed = asyncio.Event()
+        self.watchers = 0
+
+    def notify(self) -> None:
+        """Wake everyone waiting on the current ``changed`` event; later waits get a new one."""
+        old, self.changed = self.changed, asyncio.Event()
+        old.set()
+
+
 @dataclass
 class TableRuntime:
     """One running table."""
@@ -121,7 +138,7 @@ class TableRuntime:
     projector: mapping.Projector
     version: int
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    notifier: TableNotifier = field(default_factory=TableNotifier)
     kick: asyncio.Event = field(default_factory=asyncio.Event)
     last_event_type: str = ""
     deal_at: int | None = None
@@ -138,11 +155,15 @@ class TableRuntime:
     def finished(self) -> bool:
         return self.tournament.state.finished
 
+    @property
+    def changed(self) -> asyncio.Event:
+        """Set at the next change (a new event after each change)."""
+        return self.notifier.changed
+
     def notify(self, event_type: str) -> None:
         """Wake every watcher (and the driver)."""
         self.last_event_type = event_type
-        old, self.changed = self.changed, asyncio.Event()
-        old.set()
+        self.notifier.notify()
         self.kick.set()
 
 
@@ -172,6 +193,7 @@ class TableManager:
         self.seed_source = seed_source
         self.tables: dict[str, TableRuntime] = {}
         self._loading: dict[str, asyncio.Lock] = {}
+        self._notifiers: dict[str, TableNotifier] = {}
         self.metrics = metrics or TableMetrics(CollectorRegistry())
         self.metrics.watch(self._live_count, self._overdue_seconds)
 
@@ -191,6 +213,30 @@ class TableManager:
                 if at is not None:
                     worst = max(worst, now - at)
         return worst / 1000
+
+    # ------------------------------------------------------------------ watchers
+
+    def notifier(self, table_id: str) -> TableNotifier:
+        """The notifier of ``table_id`` (created on first use, also before the table is
+        loaded; the runtime loaded later notifies the same object)."""
+        rt = self.tables.get(table_id)
+        if rt is not None:
+            return rt.notifier
+        return self._notifiers.setdefault(table_id, TableNotifier())
+
+    @contextlib.contextmanager
+    def watching(self, table_id: str) -> Iterator[TableNotifier]:
+        """Hold the notifier of ``table_id`` for one watcher; an entry for a table that was
+        never loaded is dropped when its last watcher leaves."""
+        n = self.notifier(table_id)
+        n.watchers += 1
+        try:
+            yield n
+        finally:
+            n.watchers -= 1
+            if n.watchers == 0 and table_id not in self.tables:
+                if self._notifiers.get(table_id) is n:
+                    del self._notifiers[table_id]
 
     # ------------------------------------------------------------------ loading
 
@@ -222,7 +268,11 @@ class TableManager:
                 self._loading.pop(table_id, None)
             if rt is None:
                 return None
+            # Watchers that subscribed before the table was in memory (they got the read
+            # model's STARTING view) wait on this notifier: share it and wake them.
+            rt.notifier = self._notifiers.pop(table_id, None) or rt.notifier
             self.tables[table_id] = rt
+            rt.notifier.notify()
             if not rt.finished:
                 rt.task = asyncio.create_task(self._drive(rt), name=f"table-driver-{table_id}")
             log.info("table %s loaded at version %s", table_id, rt.version)

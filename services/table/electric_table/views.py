@@ -14,6 +14,7 @@ from electric.common.v1 import tournament_pb2
 from electric.table.v1 import table_pb2
 from electric_domain.holdem.state import Phase
 from electric_domain.tournament import schedule as sch
+from electric_domain.tournament.hand_port import Legal
 from electric_domain.tournament.timers import Phase as TimerPhase
 
 from electric_table import mapping
@@ -170,8 +171,20 @@ def _hand_view(rt: TableRuntime, hs: Any, live: bool) -> table_pb2.HandView:
     return hv
 
 
-def _legal(legal: Any, hs: Any, p: int) -> list[table_pb2.LegalAction]:
-    bet = hs.bets[p]
+def _legal(legal: Legal, hs: Any, p: int) -> list[table_pb2.LegalAction]:
+    return legal_actions_proto(legal, street_bet=hs.bets[p], opening=max(hs.bets) == 0)
+
+
+def legal_actions_proto(
+    legal: Legal, *, street_bet: int, opening: bool
+) -> list[table_pb2.LegalAction]:
+    """The engine's `Legal` as offered to the player (amounts = street total after it).
+
+    ALL_IN is offered only when the engine accepts it: as a raise (a bet/raise is open,
+    ``min_raise_to`` set; all-in = ``max_raise_to``) or as a call that takes the whole stack
+    (``call_amount == stack``). After a short all-in that does not reopen the betting the
+    player may only call or fold; a covered stack then has no all-in (it would be a raise)."""
+    bet = street_bet
     out: list[table_pb2.LegalAction] = []
     if legal.can_fold:
         out.append(table_pb2.LegalAction(type=table_pb2.ACTION_TYPE_FOLD))
@@ -182,14 +195,16 @@ def _legal(legal: Any, hs: Any, p: int) -> list[table_pb2.LegalAction]:
         out.append(
             table_pb2.LegalAction(type=table_pb2.ACTION_TYPE_CALL, min_amount=to, max_amount=to)
         )
+    can_raise = legal.min_raise_to is not None and legal.max_raise_to is not None
     if legal.min_raise_to is not None and legal.max_raise_to is not None:
-        kind = table_pb2.ACTION_TYPE_BET if max(hs.bets) == 0 else table_pb2.ACTION_TYPE_RAISE
+        kind = table_pb2.ACTION_TYPE_BET if opening else table_pb2.ACTION_TYPE_RAISE
         out.append(
             table_pb2.LegalAction(
                 type=kind, min_amount=legal.min_raise_to, max_amount=legal.max_raise_to
             )
         )
-    if legal.stack > 0:
+    all_in_call = 0 < legal.call_amount == legal.stack
+    if legal.stack > 0 and (can_raise or all_in_call):
         to = bet + legal.stack
         out.append(
             table_pb2.LegalAction(type=table_pb2.ACTION_TYPE_ALL_IN, min_amount=to, max_amount=to)

@@ -45,8 +45,13 @@ async def setup(host: ServiceHost, *, bus: EventBus | None = None) -> None:
     if bus is None and host.config.uses_kafka:
         from electric_eventlog.kafka import KafkaBus, ensure_topics
 
-        await ensure_topics(host.config.kafka_bootstrap_servers, [wallet.events.topic])
-        kafka = KafkaBus(host.config.kafka_bootstrap_servers, client_id="electric-wallet")
+        cfg = host.config
+        await ensure_topics(
+            cfg.kafka_bootstrap_servers, [wallet.events.topic], namespace=cfg.kafka_namespace
+        )
+        kafka = KafkaBus(
+            cfg.kafka_bootstrap_servers, client_id="electric-wallet", namespace=cfg.kafka_namespace
+        )
         await kafka.start()
         host.on_shutdown(kafka.stop)
         bus = kafka

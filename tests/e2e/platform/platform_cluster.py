@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import ModuleType
@@ -47,10 +48,18 @@ wait_serving = _sk._wait_serving
 class Cluster:
     """Handles on the running processes (``procs[name]``) and how to (re)start them."""
 
-    def __init__(self, procs: dict[str, object], envs: dict[str, dict[str, str]], cwd: Path):
+    def __init__(
+        self,
+        procs: dict[str, object],
+        envs: dict[str, dict[str, str]],
+        cwd: Path,
+        namespace: str = "",
+    ):
         self.procs = procs
         self.envs = envs
         self.cwd = cwd
+        #: ELECTRIC_KAFKA_NAMESPACE of this run (its topics are ``<namespace>.electric.…``).
+        self.namespace = namespace
 
     def target(self, name: str) -> str:
         return str(self.procs[name].target)  # type: ignore[attr-defined]
@@ -87,8 +96,14 @@ def run_cluster(
     *,
     secret: str,
     extra_env: Mapping[str, str] | None = None,
+    namespace: str | None = None,
 ) -> Iterator[Cluster]:
-    """Start the four services (own database each, shared Kafka and secret); kill at exit."""
+    """Start the four services (own database each, shared Kafka and secret); kill at exit.
+
+    The run gets its own Kafka namespace (``ELECTRIC_KAFKA_NAMESPACE``, default a fresh
+    ``e2e-<random>``): its topics and consumer groups are its own, so parallel runs on one
+    broker do not interfere."""
+    ns = namespace if namespace is not None else f"e2e-{uuid.uuid4().hex[:12]}"
     procs: dict[str, object] = {}
     envs: dict[str, dict[str, str]] = {}
     with contextlib.ExitStack() as stack:
@@ -106,6 +121,7 @@ def run_cluster(
                 **base,
                 "DATABASE_URL": p.db_url,  # type: ignore[attr-defined]
                 "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
+                "ELECTRIC_KAFKA_NAMESPACE": ns,
                 "ELECTRIC_AUTH_SECRET": secret,
                 "ELECTRIC_GRPC_PORT": str(p.grpc_port),  # type: ignore[attr-defined]
                 "ELECTRIC_METRICS_PORT": str(p.metrics_port),  # type: ignore[attr-defined]
@@ -114,7 +130,7 @@ def run_cluster(
                 **targets,
                 **(extra_env or {}),
             }
-        cluster = Cluster(procs, envs, tmp)
+        cluster = Cluster(procs, envs, tmp, ns)
         try:
             for name in SERVICES:
                 cluster.start(name)

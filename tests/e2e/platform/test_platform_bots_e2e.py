@@ -91,8 +91,8 @@ class Facts:
     filled: set[str] = field(default_factory=set)
 
 
-async def _envelopes(bootstrap: str, topic: str) -> list[Envelope]:
-    bus = KafkaBus(bootstrap, client_id=f"e2e-platform-{uuid.uuid4().hex[:6]}")
+async def _envelopes(bootstrap: str, topic: str, namespace: str) -> list[Envelope]:
+    bus = KafkaBus(bootstrap, client_id=f"e2e-platform-{uuid.uuid4().hex[:6]}", namespace=namespace)
     out = []
     async for message in bus.read_topic(topic):
         env = Envelope()
@@ -101,10 +101,11 @@ async def _envelopes(bootstrap: str, topic: str) -> list[Envelope]:
     return out
 
 
-async def read_facts(bootstrap: str, players: set[str]) -> Facts:
-    """Fold the three topics from offset zero, keeping this run's players' tournaments."""
+async def read_facts(bootstrap: str, players: set[str], namespace: str = "") -> Facts:
+    """Fold the three topics (of the run's Kafka namespace) from offset zero, keeping this
+    run's players' tournaments."""
     facts = Facts()
-    for env in await _envelopes(bootstrap, "electric.registration.events"):
+    for env in await _envelopes(bootstrap, "electric.registration.events", namespace):
         for cls in (
             reg_events.TournamentStarted,
             reg_events.PlayerRegistered,
@@ -125,7 +126,7 @@ async def read_facts(bootstrap: str, players: set[str]) -> Facts:
                 facts.unregistered.add(event.entry_id)
             else:
                 facts.filled.add(event.table_id)
-    for env in await _envelopes(bootstrap, "electric.table.events"):
+    for env in await _envelopes(bootstrap, "electric.table.events", namespace):
         if env.event_type == table_events.TournamentFinished.DESCRIPTOR.full_name:
             fin = table_events.TournamentFinished()
             env.payload.Unpack(fin)
@@ -136,7 +137,7 @@ async def read_facts(bootstrap: str, players: set[str]) -> Facts:
             env.payload.Unpack(hs)
             if hs.table_id in facts.started:
                 facts.buttons[(hs.table_id, hs.hand_number)] = hs.button_seat
-    for env in await _envelopes(bootstrap, "electric.payout.events"):
+    for env in await _envelopes(bootstrap, "electric.payout.events", namespace):
         if env.event_type == payout_events.PrizeCredited.DESCRIPTOR.full_name:
             pc = payout_events.PrizeCredited()
             env.payload.Unpack(pc)
@@ -260,7 +261,7 @@ async def test_bots_play_twenty_tournaments_and_the_money_adds_up(
     assert len(stats.tables_finished) >= TOURNAMENTS
 
     await _wait_credited(cluster, stats.tables_finished, time.monotonic() + 60)
-    facts = await read_facts(kafka_bootstrap, players)
+    facts = await read_facts(kafka_bootstrap, players, cluster.namespace)
 
     # At least 20 tournaments finished, across several buy-ins; none left running.
     assert set(facts.finished) >= stats.tables_finished

@@ -99,6 +99,11 @@ class Proc:
         return self.log_path.read_text(errors="replace")[-6000:]
 
 
+#: This run's Kafka namespace (ELECTRIC_KAFKA_NAMESPACE): its own topics and consumer groups,
+#: so parallel runs on one broker do not take each other's events.
+NAMESPACE = f"e2e-sk-{uuid.uuid4().hex[:12]}"
+
+
 def _token(sub: str = "alice", role: str = "player") -> tuple[tuple[str, str], ...]:
     return (("authorization", f"Bearer {issue_token(sub, role, SECRET, 600)}"),)
 
@@ -141,6 +146,7 @@ def cluster(
                 **base,
                 "DATABASE_URL": p.db_url,
                 "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
+                "ELECTRIC_KAFKA_NAMESPACE": NAMESPACE,
                 "ELECTRIC_AUTH_SECRET": SECRET,
                 "ELECTRIC_GRPC_PORT": str(p.grpc_port),
                 "ELECTRIC_METRICS_PORT": str(p.metrics_port),
@@ -359,7 +365,7 @@ async def test_list_winnings_reads_payout_db(cluster: dict[str, Proc]) -> None:
 
 
 async def _topic_envelopes(bootstrap: str, topic: str) -> list[Envelope]:
-    bus = KafkaBus(bootstrap, client_id="e2e-reader")
+    bus = KafkaBus(bootstrap, client_id="e2e-reader", namespace=NAMESPACE)
     out = []
     async for message in bus.read_topic(topic):
         env = Envelope()
@@ -451,7 +457,7 @@ async def test_table_starts_from_tournament_started_on_kafka(
         correlation_id="e2e",
     )
     env.occurred_at.GetCurrentTime()
-    bus = KafkaBus(kafka_bootstrap, client_id="e2e-writer")
+    bus = KafkaBus(kafka_bootstrap, client_id="e2e-writer", namespace=NAMESPACE)
     await bus.start()
     try:
         message = envelope_message("electric.registration.events", env)

@@ -50,7 +50,7 @@ def _free_port() -> int:
 class TableProcess:
     """``python -m electric_table`` with its own PostgreSQL database and Kafka."""
 
-    def __init__(self, db_url: str, kafka: str, tmp: Path, group: str) -> None:
+    def __init__(self, db_url: str, kafka: str, tmp: Path, namespace: str) -> None:
         self.port = _free_port()
         self.tmp = tmp
         base = {
@@ -66,9 +66,9 @@ class TableProcess:
             "ELECTRIC_GRPC_PORT": str(self.port),
             "ELECTRIC_METRICS_PORT": "-1",
             "ELECTRIC_TABLE_HAND_PAUSE_MS": "100",
-            # Our own consumer group: other test clusters on the shared broker must not
-            # take our TournamentStarted (starts at the topic's end, see _start_group_at_end).
-            "ELECTRIC_TABLE_CONSUMER_GROUP": group,
+            # Our own Kafka namespace (topics and consumer groups): other test clusters on
+            # the shared broker must not take our TournamentStarted, nor we theirs.
+            "ELECTRIC_KAFKA_NAMESPACE": namespace,
             "ELECTRIC_VAR_DIR": str(tmp / "var"),
         }
         self.popen: subprocess.Popen[bytes] | None = None
@@ -122,8 +122,8 @@ class TableProcess:
         )
 
 
-async def _publish(kafka: str, messages: list[Any]) -> None:
-    bus = KafkaBus(kafka, client_id="e2e-table-writer")
+async def _publish(kafka: str, namespace: str, messages: list[Any]) -> None:
+    bus = KafkaBus(kafka, client_id="e2e-table-writer", namespace=namespace)
     await bus.start()
     try:
         await bus.publish(messages)
@@ -131,8 +131,8 @@ async def _publish(kafka: str, messages: list[Any]) -> None:
         await bus.stop()
 
 
-async def _topic_stream(kafka: str, stream_id: str) -> dict[int, Envelope]:
-    bus = KafkaBus(kafka, client_id="e2e-table-reader")
+async def _topic_stream(kafka: str, namespace: str, stream_id: str) -> dict[int, Envelope]:
+    bus = KafkaBus(kafka, client_id="e2e-table-reader", namespace=namespace)
     out: dict[int, Envelope] = {}
     async for message in bus.read_topic("electric.table.events"):
         env = Envelope()
@@ -141,25 +141,6 @@ async def _topic_stream(kafka: str, stream_id: str) -> dict[int, Envelope]:
             prior = out.setdefault(env.stream_version, env)
             assert prior.event_id == env.event_id, "two different events with one version"
     return out
-
-
-async def _start_group_at_end(kafka: str, group: str) -> None:
-    """Commit the registration topic's end offsets for a new consumer group, so the service
-    reads only what this test publishes (not every earlier test's events)."""
-    from aiokafka import AIOKafkaConsumer, TopicPartition
-    from electric_eventlog.kafka import topic_partitions
-
-    topic = "electric.registration.events"
-    consumer = AIOKafkaConsumer(bootstrap_servers=kafka, group_id=group, enable_auto_commit=False)
-    await consumer.start()
-    try:
-        tps = [TopicPartition(topic, p) for p in await topic_partitions(kafka, topic)]
-        if tps:
-            consumer.assign(tps)
-            ends = await consumer.end_offsets(tps)
-            await consumer.commit({tp: off for tp, off in ends.items()})
-    finally:
-        await consumer.stop()
 
 
 async def _hand_number(target: str, table_id: str) -> int:
@@ -173,17 +154,16 @@ async def _hand_number(target: str, table_id: str) -> int:
 async def test_sigkill_mid_tournament_resumes_from_events(
     fresh_pg_url: str, kafka_bootstrap: str, tmp_path: Path
 ) -> None:
-    group = f"table.tournaments.e2e-{uuid.uuid4().hex[:8]}"
-    await _publish(kafka_bootstrap, [])  # make sure the broker answers
-    await _start_group_at_end(kafka_bootstrap, group)
-    proc = TableProcess(fresh_pg_url, kafka_bootstrap, tmp_path, group)
+    namespace = f"e2e-table-{uuid.uuid4().hex[:12]}"
+    await _publish(kafka_bootstrap, namespace, [])  # make sure the broker answers
+    proc = TableProcess(fresh_pg_url, kafka_bootstrap, tmp_path, namespace)
     await asyncio.to_thread(proc.start)
     try:
         table_id = str(uuid.uuid4())
         messages, _ = registration_messages(
             table_id, PLAYERS, action_timer_ms=4000, time_bank_ms=2000, level_ms=2500
         )
-        await _publish(kafka_bootstrap, [*messages, messages[-1]])  # with a redelivery
+        await _publish(kafka_bootstrap, namespace, [*messages, messages[-1]])  # with a redelivery
         async with grpc.aio.insecure_channel(proc.target) as ch:
             await wait_table(table_pb2_grpc.TableServiceStub(ch), table_id, "ann", timeout=60)
         bots = [Bot(p, table_id, seed=i + 7, think=0.05) for i, p in enumerate(PLAYERS)]
@@ -234,7 +214,7 @@ async def test_sigkill_mid_tournament_resumes_from_events(
     for b in bots:
         check_privacy(b, events)
     # The stream reached Kafka through the outbox: every version, each one event.
-    on_kafka = await _topic_stream(kafka_bootstrap, f"table-{table_id}")
+    on_kafka = await _topic_stream(kafka_bootstrap, namespace, f"table-{table_id}")
     assert sorted(on_kafka) == [v for v, _ in events]
     assert [on_kafka[v].event_id for v, _ in events] == [e.event_id for e in envelopes]
     finished = events[-1][1]

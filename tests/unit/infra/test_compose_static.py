@@ -10,7 +10,10 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import os
 import re
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -451,6 +454,27 @@ def test_prometheus_loads_the_alert_rules(services: dict[str, dict[str, Any]]) -
     assert prom["rule_files"] == ["/etc/prometheus/alerts.yml"]
     mounts = [str(v) for v in services["prometheus"]["volumes"]]
     assert "./deploy/prometheus/alerts.yml:/etc/prometheus/alerts.yml:ro" in mounts
+
+
+def test_alert_rules_behave_under_promtool() -> None:
+    """The scenarios of deploy/prometheus/alerts_test.yml (configured frequencies, skews,
+    rare excess, low counts, stuck table, backlog, service down, reserve floor) through
+    Prometheus' own rule engine. Needs a ``promtool`` binary (PATH or $PROMTOOL): machines
+    without one skip it; the Python model of the multiplier rules is tested regardless."""
+    promtool = os.environ.get("PROMTOOL") or shutil.which("promtool")
+    if not promtool:
+        pytest.skip("no promtool binary (set PROMTOOL or put promtool on PATH)")
+    result = subprocess.run(
+        [promtool, "test", "rules", str(ALERTS_FILE.with_name("alerts_test.yml"))],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    check = subprocess.run(
+        [promtool, "check", "rules", str(ALERTS_FILE)], capture_output=True, text=True, timeout=60
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
 
 
 def test_multiplier_alert_thresholds_are_the_python_ones(alert_rules: dict[str, Any]) -> None:

@@ -4,6 +4,7 @@ and the in-process bus, tournaments started by registration events on that bus."
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -371,3 +372,54 @@ async def test_pre_actions_and_watch_push(env: Env) -> None:
         "electric.table.v1."
     )
     stream.cancel()
+
+
+async def test_watch_opened_before_the_table_is_loaded_gets_the_running_views(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race bots hit: WatchTable looks the runtime up (nothing stored yet), then the
+    consumer stores TournamentStarted (read-model row + stream), then WatchTable reads the
+    row and sends its STARTING view. The stream must then follow the table once the consumer
+    loads it (it used to wait on nothing until shutdown)."""
+    from electric_table.api import TableApi
+
+    table_id = str(uuid.uuid4())
+    messages, _ = registration_messages(table_id, PLAYERS, action_timer_ms=5000)
+    loop = asyncio.get_running_loop()
+    bus = inprocess_bus()
+    original = TableApi._read
+    raced: list[bool] = []
+
+    def racing_read(self: TableApi, wanted: str) -> Any:
+        if wanted == table_id and not raced:
+            raced.append(True)
+            # The runtime lookup already found nothing; TournamentStarted arrives now.
+            asyncio.run_coroutine_threadsafe(bus.publish(messages), loop).result(5)
+            deadline = time.monotonic() + 10
+            while original(self, wanted) is None:
+                assert time.monotonic() < deadline, "the consumer never stored the table"
+                time.sleep(0.01)
+        return original(self, wanted)
+
+    monkeypatch.setattr(TableApi, "_read", racing_read)
+    stream = env.stub.WatchTable(
+        table_pb2.WatchTableRequest(table_id=table_id), metadata=md(PLAYERS[0])
+    )
+    statuses: list[int] = []
+
+    async def follow() -> None:
+        async for resp in stream:
+            statuses.append(resp.table.status)
+            if resp.table.status == table_pb2.TABLE_STATUS_RUNNING and resp.table.legal_actions:
+                return
+            if resp.table.status == table_pb2.TABLE_STATUS_RUNNING and len(statuses) > 3:
+                return
+
+    try:
+        await asyncio.wait_for(follow(), timeout=5)
+    finally:
+        stream.cancel()
+    assert raced, "the race was not reproduced"
+    assert statuses[0] == table_pb2.TABLE_STATUS_STARTING
+    assert table_pb2.TABLE_STATUS_RUNNING in statuses
+    assert env.manager.tables[table_id].notifier is env.manager.notifier(table_id)
