@@ -234,9 +234,9 @@ class TableManager:
             yield n
         finally:
             n.watchers -= 1
-            if n.watchers == 0 and table_id not in self.tables:
-                if self._notifiers.get(table_id) is n:
-                    del self._notifiers[table_id]
+            idle = n.watchers == 0 and table_id not in self.tables
+            if idle and self._notifiers.get(table_id) is n:
+                del self._notifiers[table_id]
 
     # ------------------------------------------------------------------ loading
 
@@ -270,7 +270,9 @@ class TableManager:
                 return None
             # Watchers that subscribed before the table was in memory (they got the read
             # model's STARTING view) wait on this notifier: share it and wake them.
-            rt.notifier = self._notifiers.pop(table_id, None) or rt.notifier
+            waiting = self._notifiers.pop(table_id, None)
+            if waiting is not None:
+                rt.notifier = waiting
             self.tables[table_id] = rt
             rt.notifier.notify()
             if not rt.finished:

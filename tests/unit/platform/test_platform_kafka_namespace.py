@@ -6,7 +6,8 @@ The Kafka clients are replaced by fakes that record what would reach the broker.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, ClassVar
 
 import pytest
 from electric_eventlog import ConsumerWorker, IdempotentConsumer, namespaced, topic_for
@@ -55,7 +56,7 @@ class _Record:
 
 
 class _FakeProducer:
-    sent: list[str] = []
+    sent: ClassVar[list[str]] = []
 
     def __init__(self, **options: Any) -> None:
         pass
@@ -74,8 +75,8 @@ class _FakeProducer:
 
 
 class _FakeConsumer:
-    joined: list[tuple[tuple[str, ...], str | None]] = []
-    committed: list[Any] = []
+    joined: ClassVar[list[tuple[tuple[str, ...], str | None]]] = []
+    committed: ClassVar[list[Any]] = []
 
     def __init__(self, *topics: str, group_id: str | None = None, **options: Any) -> None:
         _FakeConsumer.joined.append((topics, group_id))
@@ -100,7 +101,7 @@ class _FakeConsumer:
 
 
 class _FakeAdmin:
-    created: list[tuple[str, int]] = []
+    created: ClassVar[list[tuple[str, int]]] = []
 
     def __init__(self, **kw: Any) -> None:
         pass
@@ -117,10 +118,7 @@ class _FakeAdmin:
     async def create_topics(self, topics: list[Any]) -> Any:
         _FakeAdmin.created.extend((t.name, t.num_partitions) for t in topics)
 
-        class _Resp:
-            topic_errors = [(t.name, 0) for t in topics]
-
-        return _Resp()
+        return SimpleNamespace(topic_errors=[(t.name, 0) for t in topics])
 
 
 @pytest.fixture
