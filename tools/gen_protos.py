@@ -29,8 +29,9 @@ def main() -> int:
         f"-I{well_known}",
         f"--python_out={GEN}",
         f"--grpc_python_out={GEN}",
-        f"--mypy_out={GEN}",
-        f"--mypy_grpc_out={GEN}",
+        # ``quiet``: no "Writing mypy to ..." line per file (errors still go to stderr).
+        f"--mypy_out=quiet:{GEN}",
+        f"--mypy_grpc_out=quiet:{GEN}",
         *files,
     ]
     # The mypy-protobuf plugins are console scripts next to this interpreter.

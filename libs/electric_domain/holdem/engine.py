@@ -712,8 +712,3 @@ def step(state: HandState, command: Command) -> tuple[HandState, list[Event]]:
 def decide(state: HandState, command: Command) -> list[Event]:
     """The events ``command`` produces in ``state`` (raises :class:`CommandRejected`)."""
     return step(state, command)[1]
-
-
-def next_step(state: HandState) -> Phase:
-    """What the hand waits for (same as ``state.phase``)."""
-    return state.phase

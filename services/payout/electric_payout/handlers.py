@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 import grpc
 from electric.common.v1 import money_pb2
@@ -60,27 +60,6 @@ TABLE_TOPIC = topic_for("table")
 _STARTED = registration_events.TournamentStarted.DESCRIPTOR.full_name.encode()
 _HAND = table_events.HandStarted.DESCRIPTOR.full_name.encode()
 _FINISHED = table_events.TournamentFinished.DESCRIPTOR.full_name.encode()
-
-
-async def consume(
-    bus: EventBus,
-    topics: list[str],
-    *,
-    group_id: str,
-    handler: Callable[[ReceivedMessage], Awaitable[None]],
-    stop: asyncio.Event,
-) -> None:
-    """``bus.consume`` that resumes at once after the in-process bus's spurious
-    ``RuntimeError('Lock is not acquired.')`` (Python 3.11 ``asyncio.wait_for`` around
-    ``Condition.wait`` can lose the lock on a timeout; offsets are committed per message,
-    so resuming is safe) instead of waiting for the host's restart backoff."""
-    while not stop.is_set():
-        try:
-            await bus.consume(topics, group_id=group_id, handler=handler, stop=stop)
-            return
-        except RuntimeError as exc:
-            if "Lock is not acquired" not in str(exc):
-                raise
 
 
 def _cross_check(
@@ -503,8 +482,7 @@ class PayoutConsumers:
         reg, tab = self.registration, self.table
         tasks = [
             asyncio.ensure_future(
-                consume(
-                    reg.bus,
+                reg.bus.consume(
                     reg.topics,
                     group_id=reg.group_id,
                     handler=self.handle_registration,
@@ -512,8 +490,8 @@ class PayoutConsumers:
                 )
             ),
             asyncio.ensure_future(
-                consume(
-                    tab.bus, tab.topics, group_id=tab.group_id, handler=self.handle_table, stop=stop
+                tab.bus.consume(
+                    tab.topics, group_id=tab.group_id, handler=self.handle_table, stop=stop
                 )
             ),
         ]

@@ -10,7 +10,7 @@ without being recorded. Players at the table are notified after the commit.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from datetime import UTC
 
 from electric.eventlog.v1.envelope_pb2 import Envelope
@@ -119,28 +119,7 @@ class TableStatusConsumer:
     async def run(self, stop: asyncio.Event) -> None:
         """Consume until ``stop``."""
         w = self.worker
-        await consume(w.bus, w.topics, group_id=w.group_id, handler=self.handle, stop=stop)
-
-
-async def consume(
-    bus: EventBus,
-    topics: list[str],
-    *,
-    group_id: str,
-    handler: Callable[[ReceivedMessage], Awaitable[None]],
-    stop: asyncio.Event,
-) -> None:
-    """``bus.consume`` that resumes at once after the in-process bus's spurious
-    ``RuntimeError('Lock is not acquired.')`` (Python 3.11 ``asyncio.wait_for`` around
-    ``Condition.wait`` can lose the lock on a timeout; offsets are committed per message,
-    so resuming is safe) instead of waiting for the host's restart backoff."""
-    while not stop.is_set():
-        try:
-            await bus.consume(topics, group_id=group_id, handler=handler, stop=stop)
-            return
-        except RuntimeError as exc:
-            if "Lock is not acquired" not in str(exc):
-                raise
+        await w.bus.consume(w.topics, group_id=w.group_id, handler=self.handle, stop=stop)
 
 
 _WANTED = {name.encode() for name in HANDLED}

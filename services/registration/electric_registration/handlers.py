@@ -67,11 +67,6 @@ def table_stream(table_id: str) -> str:
     return f"registration-table-{table_id}"
 
 
-def commit_seed(seed: bytes) -> str:
-    """Hex SHA-256 commitment of a multiplier seed."""
-    return hashlib.sha256(seed).hexdigest()
-
-
 def request_key(player_id: str, request_id: str) -> str:
     """Idempotency key of a Register: one per (player, request id)."""
     return hashlib.sha256(f"{player_id}\0{request_id}".encode()).hexdigest()

@@ -4,6 +4,7 @@ and the in-process bus, tournaments started by registration events on that bus."
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -48,11 +49,14 @@ class Env:
             return decode_stream(store.read_stream(conn, table_stream(table_id)))
 
 
-@pytest.fixture
-async def env(tmp_path: Path) -> AsyncIterator[Env]:
+@contextlib.asynccontextmanager
+async def running_env(tmp_path: Path, **extra: str) -> AsyncIterator[Env]:
+    """A started table ServiceHost on 127.0.0.1:0 and a channel to it (``extra``: more
+    environment, e.g. ``DATABASE_URL``); stopped at exit."""
     config = load_config(
         "table",
         {
+            **extra,
             "ELECTRIC_VAR_DIR": str(tmp_path),
             "ELECTRIC_AUTH_SECRET": SECRET,
             "ELECTRIC_GRPC_PORT": "0",
@@ -70,6 +74,12 @@ async def env(tmp_path: Path) -> AsyncIterator[Env]:
     finally:
         await channel.close()
         await host.stop()
+
+
+@pytest.fixture
+async def env(tmp_path: Path) -> AsyncIterator[Env]:
+    async with running_env(tmp_path) as e:
+        yield e
 
 
 async def start(env: Env, players: tuple[str, ...] = PLAYERS, **kw: Any) -> str:

@@ -88,15 +88,6 @@ def open_table_count(conn: Connection, tier_id: str) -> int:
     )
 
 
-def table_count(conn: Connection, tier_id: str) -> int:
-    """Tables ever opened for ``tier_id`` (numbers the table names)."""
-    return int(
-        conn.execute(
-            select(func.count()).select_from(t.tables).where(t.tables.c.tier_id == tier_id)
-        ).scalar_one()
-    )
-
-
 def insert_table(
     conn: Connection,
     *,
