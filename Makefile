@@ -82,6 +82,7 @@ simulate: setup
 
 infra-up:
 	bash deploy/infra.sh up
+	bash deploy/promtool.sh
 
 infra-down:
 	bash deploy/infra.sh down

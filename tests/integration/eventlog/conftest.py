@@ -1,4 +1,5 @@
-"""Event-log integration fixtures: unique Kafka topic names, deleted after the test."""
+"""Event-log integration fixtures: a migrated engine on a fresh PostgreSQL database; unique
+Kafka topic names, deleted after the test."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient
+from electric_eventlog import create_engine, migrate
+from sqlalchemy import Engine
 
 
 async def _delete_topics(bootstrap: str, prefix: str) -> None:
@@ -27,3 +30,12 @@ def kafka_service_name(kafka_bootstrap: str) -> Iterator[str]:
     name = f"evtest{uuid.uuid4().hex[:10]}"
     yield name
     asyncio.run(_delete_topics(kafka_bootstrap, f"electric.{name}."))
+
+
+@pytest.fixture
+def pg_engine(fresh_pg_url: str) -> Iterator[Engine]:
+    """An engine on a fresh database with the event log's tables; disposed after the test."""
+    engine = create_engine(fresh_pg_url)
+    migrate(engine)
+    yield engine
+    engine.dispose()

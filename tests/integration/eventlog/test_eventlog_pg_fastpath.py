@@ -4,7 +4,6 @@ computed in SQL) against the Python definition of the hash and the generic path'
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
@@ -14,8 +13,6 @@ from electric_eventlog import (
     DuplicateEventError,
     EventStore,
     NewEvent,
-    create_engine,
-    migrate,
     verify,
 )
 from electric_eventlog.hashing import compute_hash
@@ -25,14 +22,6 @@ from sqlalchemy import Engine, text
 from sqlalchemy.exc import IntegrityError
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def pg_engine(fresh_pg_url: str) -> Iterator[Engine]:
-    engine = create_engine(fresh_pg_url)
-    migrate(engine)
-    yield engine
-    engine.dispose()
 
 
 def test_fast_path_is_taken_and_sql_hashes_equal_python_hashes(pg_engine: Engine) -> None:

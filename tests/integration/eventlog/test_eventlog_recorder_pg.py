@@ -42,14 +42,6 @@ class _SequenceLikeStore(EventStore):
             return last
 
 
-@pytest.fixture
-def pg_engine(fresh_pg_url: str) -> Iterator[Engine]:
-    engine = create_engine(fresh_pg_url)
-    migrate(engine)
-    yield engine
-    engine.dispose()
-
-
 def test_follow_check_catches_a_sequence_style_allocator(pg_engine: Engine) -> None:
     _SequenceLikeStore._counter = itertools.count(1)
     store = _SequenceLikeStore(pg_engine, producer="broken")

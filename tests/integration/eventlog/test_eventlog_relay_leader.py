@@ -3,25 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pytest
-from electric_eventlog import ANY, EventStore, InProcessBus, OutboxRelay, create_engine, migrate
+from electric_eventlog import ANY, EventStore, InProcessBus, OutboxRelay
 from google.protobuf import wrappers_pb2
 from sqlalchemy import Engine
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
-def engine(fresh_pg_url: str) -> Iterator[Engine]:
-    eng = create_engine(fresh_pg_url)
-    migrate(eng)
-    yield eng
-    eng.dispose()
-
-
-async def test_second_relay_waits_for_the_first(engine: Engine) -> None:
+async def test_second_relay_waits_for_the_first(pg_engine: Engine) -> None:
+    engine = pg_engine
     store = EventStore(engine, producer="leader")
     for i in range(40):
         store.append_in_new_tx(f"s-{i % 4}", ANY, [wrappers_pb2.StringValue(value=str(i))] * 5)

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs promtool (Prometheus' rule checker, from Debian's `prometheus` package) when it is
+# missing, without starting a Prometheus server. The alert-rule tests use it; without it they
+# skip. Idempotent and quick when promtool is already on PATH.
+set -euo pipefail
+if command -v promtool >/dev/null 2>&1; then
+  promtool --version 2>&1 | head -n 1
+  exit 0
+fi
+if [[ "$(id -u)" != 0 ]]; then
+  echo "promtool missing and not root: install Debian's prometheus package to run the rule tests" >&2
+  exit 0
+fi
+# Keep the package's maintainer scripts from starting a server.
+policy=/usr/sbin/policy-rc.d
+created_policy=0
+if [[ ! -e "$policy" ]]; then
+  printf '#!/bin/sh\nexit 101\n' >"$policy"
+  chmod +x "$policy"
+  created_policy=1
+fi
+trap '[[ $created_policy == 1 ]] && rm -f "$policy"' EXIT
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+pkill -x prometheus 2>/dev/null || true
+promtool --version 2>&1 | head -n 1
