@@ -17,6 +17,7 @@ all-in hands, awarded pots, the end of the hand). ``replay(events)`` rebuilds th
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 from electric_domain.evaluator import rank7
 from electric_domain.holdem.commands import (
@@ -64,16 +65,13 @@ from electric_domain.holdem.state import (
 
 _BOARD_SIZES = (3, 1, 1)
 _UNKNOWN = -1
+_T = TypeVar("_T")
 
 
 # --------------------------------------------------------------------------- helpers
 
 
-def _set(t: tuple[int, ...], i: int, v: int) -> tuple[int, ...]:
-    return (*t[:i], v, *t[i + 1 :])
-
-
-def _setb(t: tuple[bool, ...], i: int, v: bool) -> tuple[bool, ...]:
+def _set(t: tuple[_T, ...], i: int, v: _T) -> tuple[_T, ...]:
     return (*t[:i], v, *t[i + 1 :])
 
 
@@ -202,7 +200,7 @@ def _apply_board(s: HandState, e: BoardDealt) -> HandState:
 
 
 def _apply_fold(s: HandState, e: Folded) -> HandState:
-    s.folded = _setb(s.folded, e.player, True)
+    s.folded = _set(s.folded, e.player, True)
     s.to_act = s.to_act[1:]
     return s
 
@@ -281,7 +279,7 @@ def _apply_shown(s: HandState, e: HandShown) -> HandState:
             s.dealt |= 1 << c
     p = e.player
     s.hole = (*s.hole[:p], tuple(e.cards), *s.hole[p + 1 :])
-    s.shown = _setb(s.shown, p, True)
+    s.shown = _set(s.shown, p, True)
     s.shown_rank = _set(s.shown_rank, p, e.rank)
     if s.showdown_queue and s.showdown_queue[0] == p:
         s.showdown_queue = s.showdown_queue[1:]
@@ -289,7 +287,7 @@ def _apply_shown(s: HandState, e: HandShown) -> HandState:
 
 
 def _apply_mucked(s: HandState, e: HandMucked) -> HandState:
-    s.mucked = _setb(s.mucked, e.player, True)
+    s.mucked = _set(s.mucked, e.player, True)
     s.showdown_queue = s.showdown_queue[1:]
     return s
 
