@@ -54,6 +54,7 @@ from electric_domain.holdem.events import (
     UncalledBetReturned,
 )
 from electric_domain.holdem.state import (
+    MAX_PLAYERS,
     STREET_NAMES,
     CommandRejected,
     HandConfig,
@@ -174,11 +175,16 @@ def _apply_blind(s: HandState, e: BlindPosted) -> HandState:
 
 
 def _apply_hole(s: HandState, e: HoleCardsDealt) -> HandState:
-    for c in e.cards:
+    cards = e.cards
+    dealt = s.dealt
+    for c in cards:
         if c >= 0:
-            s.dealt |= 1 << c
-    s.hole = (*s.hole[: e.player], tuple(e.cards), *s.hole[e.player + 1 :])
-    if all(s.hole):
+            dealt |= 1 << c
+    s.dealt = dealt
+    p = e.player
+    hole = s.hole
+    s.hole = hole = (*hole[:p], tuple(cards), *hole[p + 1 :])
+    if all(hole):
         s.street = 0
         _begin_betting(s)
     return s
@@ -278,7 +284,7 @@ def _apply_shown(s: HandState, e: HandShown) -> HandState:
         if c >= 0:
             s.dealt |= 1 << c
     p = e.player
-    s.hole = (*s.hole[:p], tuple(e.cards), *s.hole[p + 1 :])
+    s.hole = _set(s.hole, p, tuple(e.cards))
     s.shown = _set(s.shown, p, True)
     s.shown_rank = _set(s.shown_rank, p, e.rank)
     if s.showdown_queue and s.showdown_queue[0] == p:
@@ -432,6 +438,11 @@ def _reject(reason: str, command: object) -> CommandRejected:
     return CommandRejected(reason, command)
 
 
+# Events are immutable values: the one-field ones are built once and shared.
+_FOLDED = tuple(Folded(p) for p in range(MAX_PLAYERS))
+_CHECKED = tuple(Checked(p) for p in range(MAX_PLAYERS))
+
+
 def _decide_betting(s: HandState, cmd: Command) -> Event:
     p: int = cmd.player  # type: ignore[union-attr]
     if s.phase is not Phase.BETTING or not s.to_act:
@@ -446,11 +457,11 @@ def _decide_betting(s: HandState, cmd: Command) -> Event:
     if t is Fold:
         if owed <= 0:
             raise _reject("nothing to call: check instead of folding", cmd)
-        return Folded(p)
+        return _FOLDED[p] if type(p) is int else Folded(p)
     if t is Check:
         if owed > 0:
             raise _reject(f"cannot check: {owed} to call", cmd)
-        return Checked(p)
+        return _CHECKED[p] if type(p) is int else Checked(p)
     stack = s.stacks[p]
     if t is Call:
         if owed <= 0:
@@ -515,6 +526,25 @@ def _check_cards(s: HandState, cards: tuple[int, ...], cmd: object) -> None:
         seen |= bit
 
 
+def _decide_hole(s: HandState, cmd: DealHole) -> list[Event]:
+    if s.phase is not Phase.DEAL_HOLE:
+        raise _reject(f"cannot deal hole cards now (phase {s.phase.name})", cmd)
+    p = cmd.player
+    if not 0 <= p < s.n:
+        raise _reject(f"no player {p}", cmd)
+    if s.hole[p]:
+        raise _reject(f"player {p} already has hole cards", cmd)
+    cards = cmd.cards
+    if len(cards) != 2:
+        raise _reject("hold'em hole cards are exactly two cards", cmd)
+    _check_cards(s, cards, cmd)
+    return [HoleCardsDealt(p, tuple(cards))]
+
+
+def _decide_one_bet(s: HandState, cmd: Command) -> list[Event]:
+    return [_decide_betting(s, cmd)]
+
+
 def _decide_primary(s: HandState, cmd: Command) -> list[Event]:
     t = type(cmd)
     if t is Fold or t is Check or t is Call or t is Bet or t is RaiseTo or t is AllIn:
@@ -539,16 +569,7 @@ def _decide_primary(s: HandState, cmd: Command) -> list[Event]:
         return out
     if t is DealHole:
         assert isinstance(cmd, DealHole)
-        if s.phase is not Phase.DEAL_HOLE:
-            raise _reject(f"cannot deal hole cards now (phase {s.phase.name})", cmd)
-        if not 0 <= cmd.player < s.n:
-            raise _reject(f"no player {cmd.player}", cmd)
-        if s.hole[cmd.player]:
-            raise _reject(f"player {cmd.player} already has hole cards", cmd)
-        if len(cmd.cards) != 2:
-            raise _reject("hold'em hole cards are exactly two cards", cmd)
-        _check_cards(s, cmd.cards, cmd)
-        return [HoleCardsDealt(cmd.player, tuple(cmd.cards))]
+        return _decide_hole(s, cmd)
     if t is DealBoard:
         assert isinstance(cmd, DealBoard)
         if s.phase is not Phase.DEAL_BOARD:
@@ -584,7 +605,7 @@ def _decide_primary(s: HandState, cmd: Command) -> list[Event]:
             elif sorted(given) != sorted(cards):
                 raise _reject("shown cards differ from the cards dealt", cmd)
         probe = s.copy()
-        probe.hole = (*s.hole[:p], cards, *s.hole[p + 1 :])
+        probe.hole = _set(s.hole, p, cards)
         return [HandShown(p, cards, _hand_rank(probe, p))]
     raise _reject(f"unknown command {cmd!r}", cmd)
 
@@ -677,34 +698,62 @@ def _auto_events(s: HandState) -> Event | list[Event] | None:
     return None
 
 
+_DECIDE: dict[type, Callable[[HandState, Command], list[Event]]] = {
+    Fold: _decide_one_bet,
+    Check: _decide_one_bet,
+    Call: _decide_one_bet,
+    Bet: _decide_one_bet,
+    RaiseTo: _decide_one_bet,
+    AllIn: _decide_one_bet,
+    DealHole: _decide_hole,  # type: ignore[dict-item]
+}
+
+
 def step(state: HandState, command: Command) -> tuple[HandState, list[Event]]:
     """Validate ``command`` against ``state``; return the new state and the events.
 
     Raises :class:`CommandRejected` (with a human ``reason``) if the command is illegal;
     ``state`` is never modified either way.
     """
-    events = _decide_primary(state, command)
+    events = _DECIDE.get(type(command), _decide_primary)(state, command)
     s = state.copy()  # private working copy: the apply functions update it in place
+    return s, _run(s, events)
+
+
+def step_in_place(s: HandState, command: Command) -> list[Event]:
+    """:func:`step` for a caller that owns ``s`` and never needs the previous state
+    (e.g. replaying a whole record): ``s`` itself becomes the new state, no copy is made.
+
+    Raises :class:`CommandRejected` exactly as :func:`step` does; ``s`` is then unchanged
+    unless an automatic consequence fails (unknown cards at showdown), after which ``s``
+    must be discarded.
+    """
+    return _run(s, _DECIDE.get(type(command), _decide_primary)(s, command))
+
+
+def _run(s: HandState, events: list[Event]) -> list[Event]:
+    """Apply ``events`` and their automatic consequences to ``s`` in place; all events."""
+    apply_fns = _APPLY
     for e in events:
-        s = _APPLY[type(e)](s, e)
+        apply_fns[type(e)](s, e)
     phase = s.phase
     if phase is Phase.DEAL_HOLE or (
         phase is Phase.BETTING and s.to_act and s.folded.count(False) > 1
     ):
-        return s, events  # fast path: nothing automatic can follow
+        return events  # fast path: nothing automatic can follow
     while True:
         more = _auto_events(s)
         if more is None:
-            return s, events
+            return events
         if isinstance(more, list):
             for e in more:
-                s = _APPLY[type(e)](s, e)
+                apply_fns[type(e)](s, e)
             events.extend(more)
         else:
-            s = _APPLY[type(more)](s, more)
+            apply_fns[type(more)](s, more)
             events.append(more)
             if type(more) is HandEnded:
-                return s, events
+                return events
 
 
 def decide(state: HandState, command: Command) -> list[Event]:

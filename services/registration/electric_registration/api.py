@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
-from electric.common.v1 import money_pb2, pagination_pb2, tournament_pb2
+from electric.common.v1 import pagination_pb2, tournament_pb2
 from electric.registration.v1 import registration_pb2, registration_pb2_grpc
 from electric_domain.tournament import TournamentConfig
 from electric_platform import Role, correlation_id, current_principal, require_player
@@ -15,6 +15,7 @@ from electric_platform.paging import next_page_token, page_window
 from google.protobuf.timestamp_pb2 import Timestamp
 from sqlalchemy import Engine
 
+from electric_registration.handlers import usd
 from electric_registration.notify import Notifier
 from electric_registration.registrar import Registrar
 from electric_registration.store import repo
@@ -41,10 +42,6 @@ _ENTRY_STATUS = {
 }
 
 
-def _usd(cents: int) -> money_pb2.Money:
-    return money_pb2.Money(cents=cents, currency="USD")
-
-
 def _player_for(requested: str) -> str:
     """The player a read is about: ``requested``, or the calling player when empty."""
     principal = current_principal()
@@ -65,7 +62,7 @@ def _entry(e: repo.EntryRow) -> registration_pb2.Entry:
         table_id=e.table_id,
         tier_id=e.tier_id,
         seat=e.seat,
-        buy_in=_usd(e.buy_in_cents),
+        buy_in=usd(e.buy_in_cents),
         status=_ENTRY_STATUS.get(e.status, registration_pb2.ENTRY_STATUS_UNSPECIFIED),
         wallet_transfer_id=e.wallet_transfer_id,
         registered_at=at,
@@ -91,23 +88,23 @@ def _my_table(row: repo.MyTableRow, multipliers: tuple[int, ...]) -> registratio
         table_id=row.table_id,
         table_name=row.table_name,
         tier_id=row.tier_id,
-        buy_in=_usd(row.buy_in_cents),
+        buy_in=usd(row.buy_in_cents),
         players_registered=row.players_registered,
         seats=row.seats,
         game_speed=registration_pb2.GAME_SPEED_HYPER_TURBO,
-        prize_pool=_usd(row.prize_pool_cents),
+        prize_pool=usd(row.prize_pool_cents),
         multiplier=row.multiplier,
         positions_paid=row.positions_paid,
         payouts=[
-            tournament_pb2.PrizeShare(place=i + 1, amount=_usd(c))
+            tournament_pb2.PrizeShare(place=i + 1, amount=usd(c))
             for i, c in enumerate(row.payouts_cents)
         ],
         status=status,
         my_entries=[_entry(e) for e in row.entries],
         current_hand_number=row.current_hand_number,
         status_text=_status_text(row),
-        min_prize_pool=_usd(low),
-        max_prize_pool=_usd(high),
+        min_prize_pool=usd(low),
+        max_prize_pool=usd(high),
         multiplier_seed_commitment=row.commitment,
         multiplier_seed=row.seed_hex,
         paytable_version=row.paytable_version,
@@ -149,16 +146,16 @@ class RegistrationApi(registration_pb2_grpc.RegistrationServiceServicer):
                 registration_pb2.LobbyTier(
                     tier_id=r.tier_id,
                     name=r.name,
-                    buy_in=_usd(r.buy_in_cents),
-                    rake=_usd(r.rake_cents),
+                    buy_in=usd(r.buy_in_cents),
+                    rake=usd(r.rake_cents),
                     seats=r.seats,
                     tables_filling=r.tables_filling,
                     players_waiting=r.players_waiting,
                     open_tables=r.open_tables,
                     game_speed=_SPEED.get(r.game_speed, registration_pb2.GAME_SPEED_UNSPECIFIED),
                     starting_stack=r.starting_stack,
-                    min_prize_pool=_usd(low * r.buy_in_cents),
-                    max_prize_pool=_usd(high * r.buy_in_cents),
+                    min_prize_pool=usd(low * r.buy_in_cents),
+                    max_prize_pool=usd(high * r.buy_in_cents),
                 )
                 for r in rows
             ]

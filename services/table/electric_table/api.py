@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import grpc
-from electric.common.v1 import errors_pb2, money_pb2
+from electric.common.v1 import errors_pb2
 from electric.table.v1 import table_pb2, table_pb2_grpc
 from electric_domain.tournament import (
     Act,
@@ -58,10 +58,6 @@ _MOVES = {
 }
 
 
-def _usd(cents: int) -> money_pb2.Money:
-    return money_pb2.Money(cents=cents, currency="USD")
-
-
 def _row_view(row: repo.TableRow, caller: str) -> table_pb2.TableView:
     """View of a table that has no playable tournament (read model only)."""
     your_seat = next((s.seat for s in row.seats if s.player_id == caller), 0)
@@ -78,8 +74,8 @@ def _row_view(row: repo.TableRow, caller: str) -> table_pb2.TableView:
         ],
         your_seat=your_seat,
         multiplier=row.multiplier,
-        prize_pool=_usd(row.prize_pool_cents),
-        buy_in=_usd(row.buy_in_cents),
+        prize_pool=mapping.usd(row.prize_pool_cents),
+        buy_in=mapping.usd(row.buy_in_cents),
     )
 
 

@@ -167,10 +167,6 @@ class TableRuntime:
         self.kick.set()
 
 
-def _level_ms(t: Tournament) -> int:
-    return t.state.level_ms
-
-
 class TableManager:
     """Owns every live table of this instance: rebuild, commands, drivers."""
 
@@ -378,7 +374,7 @@ class TableManager:
             events,
             rt.projector,
             ctx,
-            level_ms=_level_ms(t),
+            level_ms=t.state.level_ms,
             multiplier=t.state.multiplier,
             prize_pool_cents=t.state.prize_pool_cents,
             buy_in_cents=t.state.buy_in_cents,

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import grpc
 import pytest
@@ -19,18 +17,9 @@ from electric_domain.tournament import default_config, verify_multiplier
 from electric_domain.tournament.prizes import place_amounts
 from electric_eventlog import EventStore
 from electric_platform import error_detail
-from reg_harness import Stack, eventually, md, start_stack
+from reg_harness import Stack, eventually, md
 
 BUY_IN, RAKE = 100, 7
-
-
-@pytest.fixture
-async def stack(tmp_path: Path) -> AsyncIterator[Stack]:
-    s = await start_stack(tmp_path, payout=False)
-    try:
-        yield s
-    finally:
-        await s.close()
 
 
 def events_of(stack: Stack, table_id: str) -> list[object]:

@@ -5,11 +5,8 @@ My Tables following the table topic, and WatchMyTables pushing changes."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import timedelta
-from pathlib import Path
 
-import pytest
 from electric.registration.v1 import events_pb2 as reg_events
 from electric.registration.v1 import registration_pb2
 from electric.table.v1 import events_pb2 as table_events
@@ -20,17 +17,8 @@ from electric_registration import handlers
 from electric_registration.store import tables as t
 from electric_registration.wallet_work import WalletWork
 from electric_wallet.client import WalletClient
-from reg_harness import SECRET, FakeTable, Stack, eventually, finished_event, md, start_stack
+from reg_harness import SECRET, FakeTable, Stack, eventually, finished_event, md
 from sqlalchemy import func, select, update
-
-
-@pytest.fixture
-async def stack(tmp_path: Path) -> AsyncIterator[Stack]:
-    s = await start_stack(tmp_path, payout=False)
-    try:
-        yield s
-    finally:
-        await s.close()
 
 
 def _started_count(stack: Stack, table_id: str) -> int:
