@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import re
 import tomllib
-from functools import lru_cache
-from itertools import repeat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -100,10 +100,11 @@ _SECTION = re.compile(r"^\[(\d+)\][ \t]*(?:#.*)?$", re.MULTILINE)
 _CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # control characters other than \t and \n
 _INT = r"[+-]?(?:0|[1-9][0-9]*)"
 _NUM = re.compile(_INT + r"(\.[0-9]+)?")
-_INT_LIST = re.compile(r"[ \t]*" + _INT + r"(?:[ \t]*,[ \t]*" + _INT + r")*[ \t]*(?:,[ \t]*)?")
+_LEADING_ZERO = re.compile(r"(?<![0-9])0[0-9]")
 _QUOTED_LIST = re.compile(r"""[ \t]*(?:'[^'\n]*'[ \t]*,[ \t]*)*(?:'[^'\n]*'[ \t]*,?[ \t]*)?""")
 _QUOTED = re.compile(r"'([^'\n]*)'")
-_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+_KEY_VALUE = re.compile(r"^[ \t]*([A-Za-z0-9_]+)[ \t]*=[ \t]*([^\n]*)$", re.MULTILINE)
+_BLANK = re.compile(r"^[ \t]*(?:#[^\n]*)?$", re.MULTILINE)
 
 
 class _Slow(Exception):
@@ -136,39 +137,35 @@ def _parse_list(body: str) -> list[Any]:
             s = s[:-1].rstrip(" \t")
         # the usual form: 'a', 'b', 'c' (one C split instead of a regex scan)
         items = s[1:-1].split("', '")
-        if s[:1] == "'" and s[-1:] == "'" and len(s) >= 2:
-            if s.count("'") == 2 * len(items):
-                return items
+        if s[:1] == "'" and s[-1:] == "'" and len(s) >= 2 and s.count("'") == 2 * len(items):
+            return items
         if not _QUOTED_LIST.fullmatch(body):
             raise _Slow
         return _QUOTED.findall(body)
-    if _INT_LIST.fullmatch(body):
-        parts = body.split(",")
-        if not parts[-1].strip(" \t"):
-            parts.pop()
-        return list(map(int, parts))
+    parts = body.split(",")
+    if not parts[-1].strip(" \t"):
+        parts.pop()
+    # int() also takes "_", non-ASCII digits and leading zeros, which TOML does not
+    if body.isascii() and "_" not in body and not _LEADING_ZERO.search(body):
+        try:
+            return list(map(int, parts))
+        except ValueError:
+            pass  # decimals, or not numbers at all
     if '"' in body or "[" in body or "{" in body:
         raise _Slow
-    parts = body.split(",")
-    if parts and not parts[-1].strip(" \t"):
-        parts.pop()
     return [_scalar(t) for t in parts]
 
 
 def _fast_parse(text: str) -> dict[str, Any]:
-    data: dict[str, Any] = {}
     if _CTRL.search(text):
         raise _Slow
-    keychars = _KEY_CHARS
-    for raw in text.split("\n"):
-        line = raw.strip(" \t")
-        if not line or line[0] == "#":
-            continue
-        key, eq, value = line.partition("=")
-        key = key.rstrip(" \t")
-        value = value.strip(" \t")
-        if not eq or not key or not keychars.issuperset(key) or key in data:
-            raise _Slow
+    pairs = _KEY_VALUE.findall(text)
+    # every line must be a ``key = value``, blank or a comment (the two patterns are disjoint)
+    if len(pairs) + len(_BLANK.findall(text)) != text.count("\n") + 1:
+        raise _Slow
+    data: dict[str, Any] = {}
+    for key, value in pairs:
+        value = value.rstrip(" \t")
         if value[:1] == "[":
             if value[-1:] != "]":
                 raise _Slow
@@ -177,6 +174,8 @@ def _fast_parse(text: str) -> dict[str, Any]:
             if "#" in value and value[:1] != "'":
                 value = value.split("#", 1)[0]
             data[key] = _scalar(value)
+    if len(data) != len(pairs):
+        raise _Slow  # a repeated key: tomllib reports it
     return data
 
 
@@ -241,11 +240,18 @@ def _from_minor(v: int, scale: int, places: int) -> int | Decimal:
     return (Decimal(v) / scale).quantize(Decimal(1).scaleb(-places))
 
 
+_INT_TYPE = frozenset((int,))
+
+
+def _only_ints(values: list[Any]) -> bool:
+    return set(map(type, values)) <= _INT_TYPE
+
+
 def _amount_list(fields: dict[str, Any], key: str, n: int, scale: int) -> list[int]:
     raw = fields.get(key)
     if raw is None:
         return [0] * n
-    if scale == 1 and type(raw) is list and len(raw) == n and all(type(v) is int for v in raw):
+    if scale == 1 and type(raw) is list and len(raw) == n and _only_ints(raw):
         return raw
     if isinstance(raw, int | Decimal) and not isinstance(raw, bool):
         return [_to_minor(raw, scale, key)] * n
@@ -278,10 +284,12 @@ def hand_config(fields: dict[str, Any]) -> tuple[HandConfig, int, int, list[str]
     places = 0
     for key in _AMOUNT_FIELDS:
         v = fields.get(key)
+        if isinstance(v, list) and _only_ints(v):
+            continue
         for x in v if isinstance(v, list) else [v]:
             if type(x) is not int:
                 places = max(places, _places(x))
-    for a in actions:
+    for a in actions if "." in "".join(actions) else ():
         if "." not in a:
             continue
         parts = _split_action(a)
@@ -335,6 +343,10 @@ def _command(s: HandState, action: str, scale: int) -> Command:
     hit = _parse_action(s.n, action, scale)
     if type(hit) is not tuple:
         return hit  # type: ignore[return-value]
+    return _resolve(s, hit)
+
+
+def _resolve(s: HandState, hit: tuple[str, int, int]) -> Command:
     verb, p, to = hit
     if verb == "cc":
         bets = s.bets
@@ -398,9 +410,11 @@ def replay_fields(fields: dict[str, Any], index: int = 1) -> ReplayResult:
         state = initial_state(config)
         all_events: list[Event] = [HandStarted(config)]
         all_events += step_in_place(state, PostForcedBets())
+        n = state.n
         for k, action in enumerate(actions, 1):
             try:
-                cmd = _command(state, action, scale)
+                hit = _parse_action(n, action, scale)  # (what _command does, inlined)
+                cmd = _resolve(state, hit) if isinstance(hit, tuple) else hit
                 if type(cmd) is Show and state.shown[cmd.player]:
                     _check_exposed(state, cmd)
                     continue

@@ -441,6 +441,12 @@ def _reject(reason: str, command: object) -> CommandRejected:
 # Events are immutable values: the one-field ones are built once and shared.
 _FOLDED = tuple(Folded(p) for p in range(MAX_PLAYERS))
 _CHECKED = tuple(Checked(p) for p in range(MAX_PLAYERS))
+_HOLE_EVENTS: dict[tuple[int, tuple[int, ...]], HoleCardsDealt] = {}
+_ROUND_CLOSED = tuple(RoundClosed(street) for street in range(len(STREET_NAMES)))
+
+
+def _round_closed(street: int) -> RoundClosed:
+    return _ROUND_CLOSED[street] if 0 <= street < len(_ROUND_CLOSED) else RoundClosed(street)
 
 
 def _decide_betting(s: HandState, cmd: Command) -> Event:
@@ -537,7 +543,24 @@ def _decide_hole(s: HandState, cmd: DealHole) -> list[Event]:
     cards = cmd.cards
     if len(cards) != 2:
         raise _reject("hold'em hole cards are exactly two cards", cmd)
-    _check_cards(s, cards, cmd)
+    a, b = cards
+    if (
+        type(a) is int
+        and type(b) is int
+        and 0 <= a < 52
+        and 0 <= b < 52
+        and a != b
+        and not (s.dealt >> a) & 1
+        and not (s.dealt >> b) & 1
+    ):
+        if type(cards) is tuple and type(p) is int:
+            # two known cards: the (immutable) event is shared, bounded by 10 x 52 x 51
+            event = _HOLE_EVENTS.get((p, cards))
+            if event is None:
+                event = _HOLE_EVENTS[(p, cards)] = HoleCardsDealt(p, cards)
+            return [event]
+    else:
+        _check_cards(s, cards, cmd)  # the general check (unknown cards, exact reasons)
     return [HoleCardsDealt(p, tuple(cards))]
 
 
@@ -681,8 +704,8 @@ def _auto_events(s: HandState) -> Event | list[Event] | None:
         if top > 0 and len(holders) == 1:
             p = holders[0]
             second = max(bets[i] for i in range(s.n) if i != p)
-            return [UncalledBetReturned(p, top - second), RoundClosed(s.street)]
-        return RoundClosed(s.street)
+            return [UncalledBetReturned(p, top - second), _round_closed(s.street)]
+        return _round_closed(s.street)
     if phase is Phase.DEAL_BOARD or phase is Phase.SHOWDOWN:
         if s.runout and not all(s.shown[i] for i in range(s.n) if not s.folded[i]):
             order = [i for i in _showdown_order(s) if not s.shown[i]]
@@ -715,9 +738,8 @@ def step(state: HandState, command: Command) -> tuple[HandState, list[Event]]:
     Raises :class:`CommandRejected` (with a human ``reason``) if the command is illegal;
     ``state`` is never modified either way.
     """
-    events = _DECIDE.get(type(command), _decide_primary)(state, command)
     s = state.copy()  # private working copy: the apply functions update it in place
-    return s, _run(s, events)
+    return s, step_in_place(s, command)
 
 
 def step_in_place(s: HandState, command: Command) -> list[Event]:
@@ -728,11 +750,7 @@ def step_in_place(s: HandState, command: Command) -> list[Event]:
     unless an automatic consequence fails (unknown cards at showdown), after which ``s``
     must be discarded.
     """
-    return _run(s, _DECIDE.get(type(command), _decide_primary)(s, command))
-
-
-def _run(s: HandState, events: list[Event]) -> list[Event]:
-    """Apply ``events`` and their automatic consequences to ``s`` in place; all events."""
+    events = _DECIDE.get(type(command), _decide_primary)(s, command)  # pure: may raise
     apply_fns = _APPLY
     for e in events:
         apply_fns[type(e)](s, e)

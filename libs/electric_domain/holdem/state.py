@@ -7,6 +7,7 @@ from enum import IntEnum
 from typing import NamedTuple
 
 MAX_PLAYERS = 10
+_INT_ONLY = frozenset((int,))
 STREET_NAMES = ("preflop", "flop", "turn", "river")
 
 
@@ -34,7 +35,7 @@ class HandConfig:
         n = len(self.stacks)
         if not 2 <= n <= MAX_PLAYERS:
             raise ValueError(f"a hand needs 2..{MAX_PLAYERS} players, got {n}")
-        if any(type(s) is not int or s <= 0 for s in self.stacks):
+        if not set(map(type, self.stacks)) <= _INT_ONLY or min(self.stacks) <= 0:
             raise ValueError("every stack must be a positive integer")
         if not 0 <= self.button < n:
             raise ValueError(f"button {self.button} is not a player index")
