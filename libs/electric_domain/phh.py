@@ -78,7 +78,8 @@ class PhhHand:
 @dataclass(frozen=True, slots=True)
 class ReplayResult:
     """Outcome of replaying one hand. ``finishing_stacks`` in the file's units (``int``
-    when the hand uses integers, else :class:`Decimal`); ``scale`` = 10**decimal places."""
+    when the hand uses integers, else :class:`Decimal`); ``scale`` = 10**decimal places.
+    ``events`` is the hand's event log when the replay was asked to keep it, else ``()``."""
 
     index: int
     finishing_stacks: tuple[int | Decimal, ...] | None
@@ -156,6 +157,25 @@ def _parse_list(body: str) -> list[Any]:
     return [_scalar(t) for t in parts]
 
 
+def _parse_value(value: str) -> Any:
+    value = value.rstrip(" \t")
+    if value[:1] == "[":
+        if value[-1:] != "]":
+            raise _Slow
+        return _parse_list(value[1:-1])
+    if "#" in value and value[:1] != "'":
+        value = value.split("#", 1)[0]
+    return _scalar(value)
+
+
+# The same short values (stakes, stacks, seat lists, names) recur in every record of a file:
+# their parsed form is shared, as a tuple copied into a fresh list for each hand. Values
+# that fall back to tomllib raise before they are cached. Bounded; cleared when full.
+_VALUE_CACHE: dict[str, Any] = {}
+_VALUE_CACHE_SIZE = 4096
+_CACHED_VALUE_LEN = 200
+
+
 def _fast_parse(text: str) -> dict[str, Any]:
     if _CTRL.search(text):
         raise _Slow
@@ -164,16 +184,18 @@ def _fast_parse(text: str) -> dict[str, Any]:
     if len(pairs) + len(_BLANK.findall(text)) != text.count("\n") + 1:
         raise _Slow
     data: dict[str, Any] = {}
+    cache = _VALUE_CACHE
     for key, value in pairs:
-        value = value.rstrip(" \t")
-        if value[:1] == "[":
-            if value[-1:] != "]":
-                raise _Slow
-            data[key] = _parse_list(value[1:-1])
-        else:
-            if "#" in value and value[:1] != "'":
-                value = value.split("#", 1)[0]
-            data[key] = _scalar(value)
+        hit = cache.get(value)
+        if hit is not None:
+            data[key] = list(hit) if type(hit) is tuple else hit
+            continue
+        parsed = _parse_value(value)
+        if len(value) <= _CACHED_VALUE_LEN:
+            if len(cache) >= _VALUE_CACHE_SIZE:
+                cache.clear()
+            cache[value] = tuple(parsed) if type(parsed) is list else parsed
+        data[key] = parsed
     if len(data) != len(pairs):
         raise _Slow  # a repeated key: tomllib reports it
     return data
@@ -269,6 +291,13 @@ def _split_action(action: str) -> list[str]:
     return action.split()
 
 
+# HandConfig is immutable and the same stakes and stacks recur from hand to hand: a valid
+# config is built (and validated) once per distinct key. Bounded; cleared when full.
+_ConfigKey = tuple[tuple[int, ...], int, int, int, int, tuple[int, ...]]
+_CONFIGS: dict[_ConfigKey, HandConfig] = {}
+_CONFIGS_SIZE = 4096
+
+
 def hand_config(fields: dict[str, Any]) -> tuple[HandConfig, int, int, list[str]]:
     """(config in minor units, scale, decimal places, actions) of a parsed NT hand."""
     variant = fields.get("variant")
@@ -307,18 +336,32 @@ def hand_config(fields: dict[str, Any]) -> tuple[HandConfig, int, int, list[str]
     min_bet_raw = fields.get("min_bet")
     min_bet = _to_minor(min_bet_raw, scale, "min_bet") if min_bet_raw is not None else 0
     uniform = len(set(antes)) == 1
-    try:
-        config = HandConfig(
-            stacks=tuple(stacks),
-            button=n - 1,
-            small_blind=blinds[0] if n > 0 else 0,
-            big_blind=blinds[1] if n > 1 else 0,
-            ante=antes[0] if uniform else 0,
-            min_bet=min_bet,
-            antes=() if uniform else tuple(antes),
-        )
-    except ValueError as exc:
-        raise PhhError(str(exc)) from exc
+    config_key: _ConfigKey = (
+        tuple(stacks),
+        blinds[0] if n > 0 else 0,
+        blinds[1] if n > 1 else 0,
+        antes[0] if uniform else 0,
+        min_bet,
+        () if uniform else tuple(antes),
+    )
+    config = _CONFIGS.get(config_key)
+    if config is None:
+        stacks_t, small_blind, big_blind, ante, _, antes_t = config_key
+        try:
+            config = HandConfig(
+                stacks=stacks_t,
+                button=n - 1,
+                small_blind=small_blind,
+                big_blind=big_blind,
+                ante=ante,
+                min_bet=min_bet,
+                antes=antes_t,
+            )
+        except ValueError as exc:
+            raise PhhError(str(exc)) from exc
+        if len(_CONFIGS) >= _CONFIGS_SIZE:
+            _CONFIGS.clear()
+        _CONFIGS[config_key] = config
     return config, scale, places, actions
 
 
@@ -395,6 +438,11 @@ def _parse_action(n: int, action: str, scale: int) -> Command | tuple[str, int, 
     raise PhhError(f"action {action!r}: unsupported action")
 
 
+# Per (players, scale): action text -> _parse_action's result (one dict lookup per action).
+_PARSED: dict[tuple[int, int], dict[str, Command | tuple[str, int, int]]] = {}
+_PARSED_SIZE = 1 << 14
+
+
 def _check_exposed(state: HandState, cmd: Show) -> None:
     """A PHH ``sm`` for a hand the engine already exposed (all-in): must agree."""
     known = state.hole[cmd.player]
@@ -402,8 +450,14 @@ def _check_exposed(state: HandState, cmd: Show) -> None:
         raise PhhError("shown cards differ from the cards dealt")
 
 
-def replay_fields(fields: dict[str, Any], index: int = 1) -> ReplayResult:
-    """Replay one parsed hand through the engine (never raises for a bad hand)."""
+def replay_fields(
+    fields: dict[str, Any], index: int = 1, *, keep_events: bool = True
+) -> ReplayResult:
+    """Replay one parsed hand through the engine (never raises for a bad hand).
+
+    ``keep_events``: also return the hand's events (``ReplayResult.events``); a bulk replay
+    that only needs the outcome passes ``False`` and keeps no per-hand event log.
+    """
     try:
         config, scale, places, actions = hand_config(fields)
         # the replay owns its state: advance it in place (no copy per action)
@@ -411,9 +465,16 @@ def replay_fields(fields: dict[str, Any], index: int = 1) -> ReplayResult:
         all_events: list[Event] = [HandStarted(config)]
         all_events += step_in_place(state, PostForcedBets())
         n = state.n
+        parsed = _PARSED.get((n, scale))
+        if parsed is None or len(parsed) >= _PARSED_SIZE:
+            if len(_PARSED) >= 64:
+                _PARSED.clear()
+            parsed = _PARSED[(n, scale)] = {}
         for k, action in enumerate(actions, 1):
             try:
-                hit = _parse_action(n, action, scale)  # (what _command does, inlined)
+                hit = parsed.get(action)  # (what _command does, inlined)
+                if hit is None:
+                    hit = parsed[action] = _parse_action(n, action, scale)
                 cmd = _resolve(state, hit) if isinstance(hit, tuple) else hit
                 if type(cmd) is Show and state.shown[cmd.player]:
                     _check_exposed(state, cmd)
@@ -422,7 +483,8 @@ def replay_fields(fields: dict[str, Any], index: int = 1) -> ReplayResult:
             except (CommandRejected, PhhError, ValueError) as exc:
                 reason = exc.reason if isinstance(exc, CommandRejected) else str(exc)
                 raise PhhError(f"action {k} {action!r}: {reason}") from exc
-            all_events.extend(events)
+            if keep_events:
+                all_events.extend(events)
         while state.phase is Phase.SHOWDOWN and state.showdown_queue:
             p = state.showdown_queue[0]
             if UNKNOWN_CARD in state.hole[p]:
@@ -433,32 +495,40 @@ def replay_fields(fields: dict[str, Any], index: int = 1) -> ReplayResult:
                 events = step_in_place(state, Muck(p) if _can_muck(state, p) else Show(p))
             except CommandRejected as exc:
                 raise PhhError(f"showdown: {exc.reason}") from exc
-            all_events.extend(events)
+            if keep_events:
+                all_events.extend(events)
         if state.phase is not Phase.COMPLETE:
             who = state.actor
             detail = f"player p{who + 1} to act" if who is not None else state.phase.name
             raise PhhError(f"the actions end before the hand is over ({detail})")
         stacks = tuple(_from_minor(v, scale, places) for v in state.stacks)
-        return ReplayResult(index, stacks, None, state.stacks, scale, tuple(all_events))
+        kept = tuple(all_events) if keep_events else ()
+        return ReplayResult(index, stacks, None, state.stacks, scale, kept)
     except PhhError as exc:
         return ReplayResult(index, None, str(exc))
     except CommandRejected as exc:  # raised by automatic steps (e.g. unknown cards)
         return ReplayResult(index, None, exc.reason)
 
 
-def replay_text(text: str, *, multi: bool) -> Iterator[ReplayResult]:
-    """Replay every hand of a ``.phhs`` (``multi``) or ``.phh`` text."""
+def replay_text(text: str, *, multi: bool, keep_events: bool = False) -> Iterator[ReplayResult]:
+    """Replay every hand of a ``.phhs`` (``multi``) or ``.phh`` text.
+
+    Only the outcomes are kept by default; ``keep_events=True`` also returns each hand's
+    events (see :func:`replay_fields`).
+    """
     for item in iter_hands(text, multi=multi):
         if isinstance(item, PhhHand):
-            yield replay_fields(item.fields, item.index)
+            yield replay_fields(item.fields, item.index, keep_events=keep_events)
         else:
             yield ReplayResult(item[0], None, str(item[1]))
 
 
-def replay_file(path: str | Path) -> Iterator[ReplayResult]:
-    """Replay a ``.phh`` or ``.phhs`` file (by its suffix)."""
+def replay_file(path: str | Path, *, keep_events: bool = False) -> Iterator[ReplayResult]:
+    """Replay a ``.phh`` or ``.phhs`` file (by its suffix); ``keep_events`` as for
+    :func:`replay_text`."""
     p = Path(path)
-    yield from replay_text(p.read_text(encoding="utf-8"), multi=p.suffix.lower() == ".phhs")
+    multi = p.suffix.lower() == ".phhs"
+    yield from replay_text(p.read_text(encoding="utf-8"), multi=multi, keep_events=keep_events)
 
 
 # --------------------------------------------------------------------------- export

@@ -65,6 +65,14 @@ from electric_domain.holdem.state import (
 )
 
 _BOARD_SIZES = (3, 1, 1)
+# Phase members as module constants: a global lookup is much cheaper than the enum class
+# attribute access on every step. The same objects, so ``is`` comparisons are unchanged.
+_PH_FORCED_BETS = Phase.FORCED_BETS
+_PH_DEAL_HOLE = Phase.DEAL_HOLE
+_PH_BETTING = Phase.BETTING
+_PH_DEAL_BOARD = Phase.DEAL_BOARD
+_PH_SHOWDOWN = Phase.SHOWDOWN
+_PH_COMPLETE = Phase.COMPLETE
 _UNKNOWN = -1
 _T = TypeVar("_T")
 
@@ -99,7 +107,7 @@ def _begin_betting(s: HandState) -> None:
     s.acted_level = (-1,) * n
     s.cbr = 0
     s.aggressor = -1
-    s.phase = Phase.BETTING
+    s.phase = _PH_BETTING
 
 
 def _showdown_order(s: HandState) -> tuple[int, ...]:
@@ -136,7 +144,7 @@ def _apply_started(_: HandState | None, e: HandStarted) -> HandState:
     s.n = n
     s.min_bet = cfg.effective_min_bet
     s.dealt = 0
-    s.phase = Phase.FORCED_BETS
+    s.phase = _PH_FORCED_BETS
     s.street = -1
     s.stacks = tuple(cfg.stacks)
     s.bets = zeros
@@ -170,7 +178,7 @@ def _apply_blind(s: HandState, e: BlindPosted) -> HandState:
     s.bets = _set(s.bets, p, s.bets[p] + a)
     s.committed = _set(s.committed, p, s.committed[p] + a)
     if e.big:
-        s.phase = Phase.DEAL_HOLE
+        s.phase = _PH_DEAL_HOLE
     return s
 
 
@@ -197,8 +205,8 @@ def _apply_board(s: HandState, e: BoardDealt) -> HandState:
     s.board = s.board + tuple(e.cards)
     s.street = e.street
     if s.runout:
-        s.phase = Phase.SHOWDOWN if len(s.board) == 5 else Phase.DEAL_BOARD
-        if s.phase is Phase.SHOWDOWN:
+        s.phase = _PH_SHOWDOWN if len(s.board) == 5 else _PH_DEAL_BOARD
+        if s.phase is _PH_SHOWDOWN:
             s.shown_rank = tuple(_hand_rank(s, i) if s.shown[i] else -1 for i in range(s.n))
     else:
         _begin_betting(s)
@@ -262,7 +270,7 @@ def _apply_round_closed(s: HandState, e: RoundClosed) -> HandState:
     folded, stacks = s.folded, s.stacks
     live = [i for i in range(n) if not folded[i]]
     if len(live) == 1:
-        s.phase = Phase.SHOWDOWN
+        s.phase = _PH_SHOWDOWN
         s.showdown_queue = ()
         return s
     with_chips = sum(1 for i in live if stacks[i] > 0)
@@ -270,12 +278,12 @@ def _apply_round_closed(s: HandState, e: RoundClosed) -> HandState:
         s.runout = True  # all-in, no more betting possible: expose every hand, run the board
     if s.runout:
         s.showdown_queue = ()
-        s.phase = Phase.SHOWDOWN if e.street == 3 else Phase.DEAL_BOARD
+        s.phase = _PH_SHOWDOWN if e.street == 3 else _PH_DEAL_BOARD
     elif e.street == 3:
-        s.phase = Phase.SHOWDOWN
+        s.phase = _PH_SHOWDOWN
         s.showdown_queue = _showdown_order(s)
     else:
-        s.phase = Phase.DEAL_BOARD
+        s.phase = _PH_DEAL_BOARD
     return s
 
 
@@ -309,7 +317,7 @@ def _apply_awarded(s: HandState, e: PotAwarded) -> HandState:
 
 
 def _apply_ended(s: HandState, e: HandEnded) -> HandState:
-    s.phase = Phase.COMPLETE
+    s.phase = _PH_COMPLETE
     s.showdown_queue = ()
     return s
 
@@ -378,7 +386,7 @@ def _can_raise(s: HandState, p: int, top: int) -> bool:
 
 def legal_actions(state: HandState) -> LegalActions | None:
     """What the player to act may do, or ``None`` when no betting decision is pending."""
-    if state.phase is not Phase.BETTING or not state.to_act:
+    if state.phase is not _PH_BETTING or not state.to_act:
         return None
     p = state.to_act[0]
     bets = state.bets
@@ -419,7 +427,7 @@ def _cannot_win(s: HandState, p: int, my_rank: int) -> bool:
 
 def showdown_options(state: HandState) -> ShowdownOptions | None:
     """The pending showdown decision, or ``None``."""
-    if state.phase is not Phase.SHOWDOWN or not state.showdown_queue:
+    if state.phase is not _PH_SHOWDOWN or not state.showdown_queue:
         return None
     p = state.showdown_queue[0]
     return ShowdownOptions(p, _can_muck(state, p))
@@ -451,7 +459,7 @@ def _round_closed(street: int) -> RoundClosed:
 
 def _decide_betting(s: HandState, cmd: Command) -> Event:
     p: int = cmd.player  # type: ignore[union-attr]
-    if s.phase is not Phase.BETTING or not s.to_act:
+    if s.phase is not _PH_BETTING or not s.to_act:
         raise _reject(f"no betting decision is pending (phase {s.phase.name})", cmd)
     actor = s.to_act[0]
     if p != actor:
@@ -533,7 +541,7 @@ def _check_cards(s: HandState, cards: tuple[int, ...], cmd: object) -> None:
 
 
 def _decide_hole(s: HandState, cmd: DealHole) -> list[Event]:
-    if s.phase is not Phase.DEAL_HOLE:
+    if s.phase is not _PH_DEAL_HOLE:
         raise _reject(f"cannot deal hole cards now (phase {s.phase.name})", cmd)
     p = cmd.player
     if not 0 <= p < s.n:
@@ -573,7 +581,7 @@ def _decide_primary(s: HandState, cmd: Command) -> list[Event]:
     if t is Fold or t is Check or t is Call or t is Bet or t is RaiseTo or t is AllIn:
         return [_decide_betting(s, cmd)]
     if t is PostForcedBets:
-        if s.phase is not Phase.FORCED_BETS:
+        if s.phase is not _PH_FORCED_BETS:
             raise _reject("forced bets are already posted", cmd)
         cfg = s.config
         stacks = list(s.stacks)
@@ -595,7 +603,7 @@ def _decide_primary(s: HandState, cmd: Command) -> list[Event]:
         return _decide_hole(s, cmd)
     if t is DealBoard:
         assert isinstance(cmd, DealBoard)
-        if s.phase is not Phase.DEAL_BOARD:
+        if s.phase is not _PH_DEAL_BOARD:
             raise _reject(f"cannot deal the board now (phase {s.phase.name})", cmd)
         street = 1 if not s.board else s.street + 1
         need = _BOARD_SIZES[street - 1]
@@ -605,7 +613,7 @@ def _decide_primary(s: HandState, cmd: Command) -> list[Event]:
         return [BoardDealt(street, tuple(cmd.cards))]
     if t is Show or t is Muck:
         p: int = cmd.player  # type: ignore[union-attr]
-        if s.phase is not Phase.SHOWDOWN or not s.showdown_queue:
+        if s.phase is not _PH_SHOWDOWN or not s.showdown_queue:
             raise _reject("no showdown decision is pending", cmd)
         if p != s.showdown_queue[0]:
             raise _reject(f"player {s.showdown_queue[0]} shows or mucks first", cmd)
@@ -695,7 +703,7 @@ def _award_events(s: HandState) -> list[Event]:
 def _auto_events(s: HandState) -> Event | list[Event] | None:
     """The next automatic consequence of ``s``, if any."""
     phase = s.phase
-    if phase is Phase.BETTING:
+    if phase is _PH_BETTING:
         if s.to_act and s.folded.count(False) > 1:
             return None
         bets = s.bets
@@ -706,11 +714,11 @@ def _auto_events(s: HandState) -> Event | list[Event] | None:
             second = max(bets[i] for i in range(s.n) if i != p)
             return [UncalledBetReturned(p, top - second), _round_closed(s.street)]
         return _round_closed(s.street)
-    if phase is Phase.DEAL_BOARD or phase is Phase.SHOWDOWN:
+    if phase is _PH_DEAL_BOARD or phase is _PH_SHOWDOWN:
         if s.runout and not all(s.shown[i] for i in range(s.n) if not s.folded[i]):
             order = [i for i in _showdown_order(s) if not s.shown[i]]
             return [HandShown(i, s.hole[i], _hand_rank(s, i)) for i in order]
-        if phase is Phase.SHOWDOWN and not s.showdown_queue:
+        if phase is _PH_SHOWDOWN and not s.showdown_queue:
             awards = _award_events(s)
             final = list(s.stacks)
             for e in awards:
@@ -755,9 +763,7 @@ def step_in_place(s: HandState, command: Command) -> list[Event]:
     for e in events:
         apply_fns[type(e)](s, e)
     phase = s.phase
-    if phase is Phase.DEAL_HOLE or (
-        phase is Phase.BETTING and s.to_act and s.folded.count(False) > 1
-    ):
+    if phase is _PH_DEAL_HOLE or (phase is _PH_BETTING and s.to_act and s.folded.count(False) > 1):
         return events  # fast path: nothing automatic can follow
     while True:
         more = _auto_events(s)
