@@ -11,7 +11,8 @@ BUF := $(TOOLS)/node_modules/.bin/buf
 PROTO_FILES := $(shell find protos -name '*.proto')
 
 .PHONY: setup protos run test lint typecheck unit integration e2e buf-lint buf-breaking \
-        bench exhaustive simulate paytable infra-up infra-down up down clean
+        bench exhaustive simulate paytable infra-up infra-down up down clean \
+        math math-check math-report simulate-casino
 
 setup: $(STAMP) gen/.stamp
 
@@ -46,6 +47,8 @@ test: setup lint typecheck
 lint: setup buf-lint buf-breaking
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+	$(BIN)/python tools/check_file_sizes.py
 
 buf-lint: $(BUF)
 	cd protos && ../$(BUF) lint
@@ -73,12 +76,28 @@ exhaustive: setup
 
 ## Electric Poker pay-table math sheet (optional CONFIG=path/to/config.yaml).
 paytable: setup
-	$(BIN)/python -m electric_domain.tournament.mathsheet $(CONFIG)
+	$(BIN)/python -m electric_math.mathsheet $(CONFIG)
 
 ## Play N Electric Poker tournaments in virtual time: make simulate N=100000 SEED=1 JOBS=2
 simulate: setup
-	$(BIN)/python -m electric_domain.tournament.simulate -n $(or $(N),10000) \
+	$(BIN)/python -m electric_math.simulate -n $(or $(N),10000) \
 		--seed $(or $(SEED),1) --jobs $(or $(JOBS),2)
+
+## Casino math (issue 12). Full exhaustive THB + UTH enumeration; rewrites libs/electric_math/data/
+math: setup
+	nice -n 10 $(BIN)/python -m electric_math.run
+
+## The CI-sized check: a deterministic sample of pre-flop classes recomputed, must match data/
+math-check: setup
+	$(BIN)/pytest -q -p no:cacheprovider tests/unit/casino/test_casino_math_sample.py
+
+## HTML math report for Electric, THB and UTH (OUT=dir, default var/math-report)
+math-report: setup
+	$(BIN)/python -m electric_math.report --out $(or $(OUT),var/math-report)
+
+## Simulate N rounds per casino game with the optimal strategy (default 10,000,000)
+simulate-casino: setup
+	$(BIN)/python -m electric_math.casino_sim -n $(or $(N),10000000) --seed $(or $(SEED),1)
 
 infra-up:
 	bash deploy/infra.sh up

@@ -17,7 +17,8 @@ from pathlib import Path
 from bench import Row
 
 _ROOT = Path(__file__).resolve().parents[1]
-_CORPUS = _ROOT.parent / "shared" / "conformance" / "pluribus-10000.phhs"
+#: The vendored Pluribus corpus (tests/data/conformance/README.md).
+_CORPUS = _ROOT / "tests" / "data" / "conformance" / "pluribus-10000.phhs"
 
 
 def _decks(n: int) -> list[list[int]]:

@@ -7,7 +7,7 @@ import time
 
 from electric_domain.tournament.aggregate import Tournament
 from electric_domain.tournament.config import default_config
-from electric_domain.tournament.simulate import make_bots, play, tournament_seed
+from electric_math.simulate import make_bots, play, tournament_seed
 
 from bench import Row
 

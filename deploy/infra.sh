@@ -2,20 +2,28 @@
 # Real infrastructure for development and tests without Docker: PostgreSQL + Apache Kafka (KRaft)
 # on 127.0.0.1. See deploy/postgres.sh and deploy/kafka.sh for the details and variables.
 #
-#   bash deploy/infra.sh up|down|status [postgres|kafka]    (make infra-up / make infra-down)
+#   bash deploy/infra.sh up|down|status [postgres|kafka|observability]
+#                                                  (make infra-up / make infra-down)
 #
-# Without a component name it acts on both (start order: PostgreSQL, then Kafka).
+# Without a component name `up` and `status` act on PostgreSQL and Kafka (start order: PostgreSQL,
+# then Kafka). `observability` (Prometheus, Alertmanager, exporters: deploy/observability.sh) is
+# optional: only `up observability` starts it; a plain `down` stops it too when it runs.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 action="${1:-}"
-case "${2:-all}" in
-all) components=(postgres kafka) ;;
-postgres | kafka) components=("$2") ;;
-*)
-  echo "usage: $0 up|down|status [postgres|kafka]" >&2
+usage() {
+  echo "usage: $0 up|down|status [postgres|kafka|observability]" >&2
   exit 2
+}
+case "${2:-all}" in
+all)
+  components=(postgres kafka)
+  # Stopping everything includes the optional stack (a no-op when it never started).
+  [[ "$action" == down ]] && components+=(observability)
   ;;
+postgres | kafka | observability) components=("$2") ;;
+*) usage ;;
 esac
 
 case "$action" in
@@ -38,8 +46,5 @@ down | status)
   fi
   exit "$rc"
   ;;
-*)
-  echo "usage: $0 up|down|status [postgres|kafka]" >&2
-  exit 2
-  ;;
+*) usage ;;
 esac

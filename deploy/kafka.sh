@@ -10,12 +10,22 @@
 # Environment: KAFKA_VERSION (default 3.9.1, falling back to 3.9.0 when that cannot be fetched),
 # KAFKA_PORT (9092), KAFKA_CONTROLLER_PORT (9093), KAFKA_HEAP (512m),
 # ELECTRIC_CACHE (default ~/.cache/electric-poker), ELECTRIC_KAFKA_DIR (default <repo>/var/kafka).
+#
+# Metrics: the Prometheus JMX exporter Java agent (io.prometheus.jmx:jmx_prometheus_javaagent,
+# fetched with Maven like the broker jars) is attached to the broker and serves
+# http://127.0.0.1:$KAFKA_JMX_PORT/metrics with the rules of deploy/kafka/jmx-exporter.yml.
+# KAFKA_JMX_EXPORTER=0 starts the broker without it; KAFKA_JMX_PORT (9404);
+# KAFKA_JMX_EXPORTER_VERSION (1.0.1). When the agent cannot be fetched, or its port is taken,
+# the broker starts without it (with a warning): metrics must never keep Kafka from starting.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 KAFKA_PORT="${KAFKA_PORT:-9092}"
 KAFKA_CONTROLLER_PORT="${KAFKA_CONTROLLER_PORT:-9093}"
 KAFKA_HEAP="${KAFKA_HEAP:-512m}"
+KAFKA_JMX_EXPORTER="${KAFKA_JMX_EXPORTER:-1}"
+KAFKA_JMX_PORT="${KAFKA_JMX_PORT:-9404}"
+KAFKA_JMX_EXPORTER_VERSION="${KAFKA_JMX_EXPORTER_VERSION:-1.0.1}"
 HOST=127.0.0.1
 CACHE="${ELECTRIC_CACHE:-${HOME:-/root}/.cache/electric-poker}"
 KDIR="${ELECTRIC_KAFKA_DIR:-$ROOT/var/kafka}"
@@ -26,6 +36,8 @@ PROPS="$KDIR/server.properties"
 LOG4J="$KDIR/log4j.properties"
 POM="$ROOT/deploy/kafka/pom.xml"
 PROBE="$ROOT/deploy/kafka/probe.py"
+JMX_POM="$ROOT/deploy/kafka/jmx-agent-pom.xml"
+JMX_CONFIG="$ROOT/deploy/kafka/jmx-exporter.yml"
 
 log() { printf '[kafka] %s\n' "$*" >&2; }
 
@@ -106,6 +118,53 @@ ensure_jars() {
   exit 1
 }
 
+# Sets JMX_AGENT to the agent's -javaagent option, or to nothing when it is disabled or cannot
+# be had (warning only: the broker starts either way).
+ensure_jmx_agent() {
+  JMX_AGENT=""
+  [[ "$KAFKA_JMX_EXPORTER" == 0 ]] && return 0
+  local dir="$CACHE/jmx-exporter-$KAFKA_JMX_EXPORTER_VERSION"
+  local jar="$dir/jmx_prometheus_javaagent-$KAFKA_JMX_EXPORTER_VERSION.jar"
+  if [[ ! -f "$jar" ]]; then
+    log "fetching the Prometheus JMX exporter agent $KAFKA_JMX_EXPORTER_VERSION with Maven ..."
+    local tmp="$dir.tmp.$$"
+    rm -rf "$tmp"
+    mkdir -p "$tmp"
+    if mvn -q -B -f "$JMX_POM" -Djmx.exporter.version="$KAFKA_JMX_EXPORTER_VERSION" \
+      dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$tmp" \
+      >"$CACHE/mvn-jmx-exporter.log" 2>&1 && [[ -f "$tmp/${jar##*/}" ]]; then
+      rm -rf "$dir"
+      mv "$tmp" "$dir"
+    else
+      rm -rf "$tmp"
+      log "WARNING: could not fetch the JMX exporter agent (see $CACHE/mvn-jmx-exporter.log);" \
+        "starting Kafka without broker metrics"
+      return 0
+    fi
+  fi
+  # A taken port would make the agent abort the JVM: rather start without metrics.
+  if port_taken "$KAFKA_JMX_PORT"; then
+    log "WARNING: $HOST:$KAFKA_JMX_PORT is taken; starting Kafka without the JMX exporter" \
+      "(set KAFKA_JMX_PORT)"
+    return 0
+  fi
+  JMX_AGENT="-javaagent:$jar=$HOST:$KAFKA_JMX_PORT:$JMX_CONFIG"
+}
+
+port_taken() {
+  (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null
+}
+
+jmx_answers() {
+  local py
+  py="$(python_bin)" || return 1
+  "$py" - "http://$HOST:$KAFKA_JMX_PORT/metrics" <<'PY' >/dev/null 2>&1
+import sys, urllib.request
+with urllib.request.urlopen(sys.argv[1], timeout=5) as r:
+    sys.exit(0 if b"kafka_server_kafkaserver_brokerstate" in r.read() else 1)
+PY
+}
+
 write_config() {
   mkdir -p "$DATA_DIR" "$LOG_DIR"
   cat >"$PROPS" <<PROPS
@@ -182,6 +241,13 @@ running_version() {
 
 report_up() {
   echo "Kafka $(running_version) (KRaft) up on $HOST:$KAFKA_PORT"
+  [[ "$KAFKA_JMX_EXPORTER" == 0 ]] && return 0
+  if jmx_answers; then
+    echo "Kafka JMX exporter on http://$HOST:$KAFKA_JMX_PORT/metrics"
+  else
+    echo "Kafka JMX exporter not answering on $HOST:$KAFKA_JMX_PORT (broker started without it?" \
+      "'bash deploy/kafka.sh down' then 'up' attaches it)"
+  fi
 }
 
 cmd_up() {
@@ -197,11 +263,15 @@ cmd_up() {
     log "broker process $(cat "$PID_FILE") is alive but not answering yet; waiting"
   else
     format_storage
+    ensure_jmx_agent
     log "starting Kafka $VERSION on $HOST:$KAFKA_PORT (data $DATA_DIR, logs $LOG_DIR)"
     echo "$VERSION" >"$KDIR/version"
     : >"$LOG_DIR/server.log"
+    # The agent only on the broker (not on StorageTool): it binds its port when the JVM starts.
+    local cmd=("${JAVA[@]}")
+    [[ -n "$JMX_AGENT" ]] && cmd=("${JAVA[0]}" "$JMX_AGENT" "${JAVA[@]:1}")
     # setsid + nohup: the broker outlives this script and a Ctrl-C in the calling terminal.
-    setsid nohup "${JAVA[@]}" kafka.Kafka "$PROPS" >"$LOG_DIR/stdout.log" 2>&1 </dev/null &
+    setsid nohup "${cmd[@]}" kafka.Kafka "$PROPS" >"$LOG_DIR/stdout.log" 2>&1 </dev/null &
     echo $! >"$PID_FILE"
   fi
   local i

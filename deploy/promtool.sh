@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs promtool (Prometheus' rule checker, from Debian's `prometheus` package) when it is
-# missing, without starting a Prometheus server. The alert-rule tests use it; without it they
+# missing, without starting a Prometheus server. (`deploy/observability.sh install` installs it
+# too, with Alertmanager's amtool and the PostgreSQL exporter.) The alert-rule tests use it; without it they
 # skip. Idempotent and quick when promtool is already on PATH.
 set -euo pipefail
 if command -v promtool >/dev/null 2>&1; then
@@ -23,5 +24,6 @@ trap '[[ $created_policy == 1 ]] && rm -f "$policy"' EXIT
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends prometheus >/dev/null
-pkill -x prometheus 2>/dev/null || true
+# No server to stop: policy-rc.d kept the package from starting one (and a broad kill here
+# would take down the Prometheus of deploy/observability.sh).
 promtool --version 2>&1 | head -n 1

@@ -1,4 +1,4 @@
-"""Shared fixtures: real PostgreSQL and Kafka (see tests/infra.py for how they are found).
+"""Shared fixtures: real PostgreSQL and Kafka (see tests/support/infra.py for how they are found).
 
 Area-specific fixtures belong in ``tests/<area>/conftest.py``.
 """
@@ -8,7 +8,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from infra import Infrastructure, fresh_database
+
+from tests.support.infra import Infrastructure, fresh_database
+
+#: Shared fixtures of tests/support: ``backend`` / ``backend_engine`` (SQLite and PostgreSQL).
+pytest_plugins = ["tests.support.backends"]
 
 
 @pytest.fixture(scope="session")

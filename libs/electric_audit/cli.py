@@ -7,6 +7,7 @@ Subcommands:
   in the file's own units (integers when the hand uses integers, exact decimals otherwise).
   A bad hand prints its error (naming the offending action) and the run carries on; the exit
   status is 1 if any hand failed, else 0.
+* ``math {electric,thb,uth} [--json]`` — exact game math (:mod:`electric_math.audit_math`).
 * ``verify-deck SEED_HEX COMMITMENT_HEX`` — check a revealed seed against its commitment and
   print the derived deck.
 """
@@ -21,7 +22,9 @@ from decimal import Decimal
 
 from electric_domain.cards import card_str
 from electric_domain.deck import derive_deck, verify_deck
-from electric_domain.phh import replay_file
+from electric_math import audit_math
+
+from electric_audit.phh_files import replay_file
 
 
 def _stack_json(v: int | Decimal) -> str:
@@ -73,7 +76,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_verify = sub.add_parser("verify-deck", help="check a revealed deck seed")
     p_verify.add_argument("seed_hex")
     p_verify.add_argument("commitment_hex")
+    audit_math.add_parser(sub)
     args = parser.parse_args(argv)
+    if args.command == "math":
+        return audit_math.run(args)
     if args.command == "replay-phh":
         return replay_phh(args.files)
     return verify(args.seed_hex, args.commitment_hex)

@@ -31,11 +31,12 @@ from electric.common.v1 import errors_pb2
 from electric.registration.v1 import registration_pb2, registration_pb2_grpc
 from electric.table.v1 import table_pb2, table_pb2_grpc
 from electric.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from electric_clients.errors import error_detail
 from electric_domain.tournament.bots import Bot, Decide, GoSitOut
 from electric_platform.auth import Role, TokenSource
 from electric_platform.context import outgoing_metadata
-from electric_platform.errors import error_detail
 from electric_platform.log import get_logger
+from electric_platform.retry import Stopped, backoff_delay, retry_async
 
 from electric_bots.views import (
     act_fields,
@@ -53,6 +54,8 @@ _log = get_logger("electric.bots")
 
 #: Status codes a bot waits out and retries (the server restarts, a table not started yet).
 _TRANSIENT = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
+#: Enough failures in a row for the longest backoff.
+_MANY_FAILURES = 16
 
 
 @dataclass
@@ -188,18 +191,18 @@ class BotPlayer:
         return self._stop.is_set()
 
     async def _retry(self, fn: Callable[[], Awaitable[T]], what: str) -> T | None:
-        """Call ``fn`` until it succeeds, retrying transient failures; None when stopped."""
-        delay = 0.2
-        while not self._stop.is_set():
-            try:
-                return await fn()
-            except grpc.aio.AioRpcError as err:
-                if _code(err) not in _TRANSIENT:
-                    raise
-                _log.debug("bot.retry", player=self.player_id, call=what, code=_code(err).name)
-            if await self._sleep(delay):
-                return None
-            delay = min(delay * 2, 5.0)
+        """Call ``fn`` until it succeeds, retrying transient failures (0.2 s doubling to
+        5 s); None when stopped."""
+
+        def retrying(err: Any, attempt: int, delay: float) -> None:  # only AioRpcError
+            _log.debug("bot.retry", player=self.player_id, call=what, code=_code(err).name)
+
+        transient = lambda e: isinstance(e, grpc.aio.AioRpcError) and _code(e) in _TRANSIENT  # noqa: E731
+        with contextlib.suppress(Stopped):
+            return await retry_async(
+                fn, retry_on=transient, initial=0.2, maximum=5.0, stop=self._stop,
+                before_sleep=retrying,
+            )  # fmt: skip
         return None
 
     # -- money -----------------------------------------------------------------------------
@@ -292,7 +295,7 @@ class BotPlayer:
                     await task
 
     async def _register_loop(self) -> None:
-        backoff = 0.5
+        failures = 0  # Register attempts in a row that did not seat the bot
         while not self._stop.is_set() and not self._draining.is_set():
             free = self.settings.max_active - len(self._open)
             if free <= 0 or not self._may_register():
@@ -305,17 +308,17 @@ class BotPlayer:
                 ok = False
                 if _code(err) is grpc.StatusCode.UNIMPLEMENTED:
                     self._stats.unimplemented += 1
-                    backoff = 5.0
+                    failures = _MANY_FAILURES  # no registration here: wait the longest
                 elif _code(err) is grpc.StatusCode.FAILED_PRECONDITION and _short_of_money(err):
                     await self.deposit(self.settings.deposit_cents)
                 else:
                     self._stats.error(f"Register: {_code(err).name}: {err.details()}")
             if ok:
-                backoff = 0.5
-            elif await self._sleep(backoff):
+                failures = 0
+            elif await self._sleep(backoff_delay(failures, initial=0.5, maximum=5.0)):
                 return
             else:
-                backoff = min(backoff * 2, 5.0)
+                failures += 1
 
     async def _register(self, entries: int) -> bool:
         request = registration_pb2.RegisterRequest(

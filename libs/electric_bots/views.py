@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from electric.common.v1 import cards_pb2
 from electric.table.v1 import table_pb2
-from electric_domain.cards import make_card
+from electric_clients.convert import card_number
 from electric_domain.tournament.bots import BotContext, Decide
 from electric_domain.tournament.hand_port import Legal, Move
 from electric_domain.tournament.preaction import PreAction, available
@@ -24,16 +23,6 @@ _PRE_ACTION = {
     PreAction.CALL: table_pb2.PRE_ACTION_TYPE_CALL,
     PreAction.ALL_IN: table_pb2.PRE_ACTION_TYPE_ALL_IN,
 }
-
-
-def card_int(card: cards_pb2.Card) -> int:
-    """The domain's card number (``rank*4 + suit``) of a protobuf card."""
-    if card.rank and card.suit:
-        return make_card(int(card.rank) - 2, int(card.suit) - 1)
-    text = card.text
-    if len(text) != 2:
-        raise ValueError(f"card without rank/suit or text: {card!r}")
-    return make_card("23456789TJQKA".index(text[0].upper()), "cdhs".index(text[1].lower()))
 
 
 def my_seat(view: table_pb2.TableView) -> table_pb2.SeatView | None:
@@ -95,8 +84,8 @@ def context_from_view(view: table_pb2.TableView) -> BotContext:
     pot = sum(p.amount for p in hand.pots) + sum(s.street_bet for s in view.seats)
     return BotContext(
         seat=view.your_seat,
-        hole=tuple(card_int(c) for c in (seat.hole_cards if seat else ())),
-        board=tuple(card_int(c) for c in hand.board),
+        hole=tuple(card_number(c) for c in (seat.hole_cards if seat else ())),
+        board=tuple(card_number(c) for c in hand.board),
         pot=pot,
         big_blind=max(1, view.level.big_blind),
         players_in_hand=sum(1 for s in view.seats if s.has_cards and not s.folded),

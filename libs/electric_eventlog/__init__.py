@@ -30,8 +30,6 @@ from .errors import (
     EventLogError,
     SchemaError,
     StreamNotFoundError,
-    abort_with,
-    grpc_status_for,
 )
 from .hashing import canonical_bytes, compute_hash
 from .inprocess import InProcessBus
@@ -73,7 +71,6 @@ __all__ = [
     "Snapshot",
     "StreamNotFoundError",
     "VerificationReport",
-    "abort_with",
     "canonical_bytes",
     "compute_hash",
     "create_engine",
@@ -84,7 +81,6 @@ __all__ = [
     "envelope_message",
     "fetch_unsent",
     "fold_stream",
-    "grpc_status_for",
     "is_transient",
     "mark_sent",
     "migrate",

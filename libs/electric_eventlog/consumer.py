@@ -8,7 +8,11 @@ Two levels:
 * :class:`ConsumerWorker` -- runs a consumer over an :class:`EventBus` (Kafka or
   in-process): decodes, applies in a new transaction, lets the bus commit the offset after
   the effect, retries transient failures, and sends poison events to ``<topic>.dlq`` with
-  the reason in the headers, then carries on.
+  the reason in the headers, then carries on. Effects are either one ``effect`` for every
+  event, or handlers registered by payload type with :meth:`ConsumerWorker.on` (events of
+  other types are then passed over by their ``event-type`` header, without a transaction
+  and without a ledger entry); a typed handler may return a callable that runs after its
+  transaction committed (e.g. to wake a stream or a worker).
 """
 
 from __future__ import annotations
@@ -18,9 +22,11 @@ import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import Any, TypeVar
 
+import tenacity
 from electric.eventlog.v1.envelope_pb2 import Envelope
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
 from sqlalchemy import Connection, Engine, insert, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -40,6 +46,12 @@ DEAD_LETTERED = "dead_lettered"
 
 #: An effect runs in the consumer's transaction; it must do its writes through ``conn``.
 Effect = Callable[[Connection, Envelope], None]
+#: Runs after the transaction of a typed handler committed (in the consuming task).
+AfterCommit = Callable[[], None]
+M = TypeVar("M", bound=Message)
+#: A handler registered for one payload type: the unpacked payload in, optionally an
+#: :data:`AfterCommit` out.
+TypedEffect = Callable[[Connection, Envelope, M], "AfterCommit | None"]
 
 
 class IdempotentConsumer:
@@ -133,13 +145,14 @@ class ConsumerWorker:
         bus: EventBus,
         consumer: IdempotentConsumer,
         topics: Sequence[str],
-        effect: Effect,
+        effect: Effect | None = None,
         group_id: str | None = None,
         max_attempts: int = 3,
         retry_delay: float = 0.05,
         transient: Callable[[BaseException], bool] = is_transient,
     ) -> None:
-        """``effect`` runs in a worker thread inside the transaction that records the event.
+        """``effect`` runs in a worker thread inside the transaction that records the event
+        (or register typed handlers with :meth:`on` instead).
 
         A non-transient failure is retried ``max_attempts`` times, then dead-lettered.
         ``group_id`` defaults to the consumer name.
@@ -156,7 +169,27 @@ class ConsumerWorker:
         self.applied = 0
         self.skipped = 0
         self.dead_lettered = 0
+        #: Messages passed over because no typed handler takes their event type.
+        self.ignored = 0
         self._stop = asyncio.Event()
+        self._typed: dict[str, tuple[type[Message], Callable[..., AfterCommit | None]]] = {}
+        self._wanted: frozenset[bytes] = frozenset()
+
+    def on(self, payload_type: type[M], handler: TypedEffect[M]) -> None:
+        """Apply ``handler`` to events whose payload is a ``payload_type`` (one handler per
+        type). Once a handler is registered, events of unregistered types are ignored."""
+        if self.effect is not None:
+            raise ValueError("a ConsumerWorker has either one effect or typed handlers")
+        name = payload_type.DESCRIPTOR.full_name
+        if name in self._typed:
+            raise ValueError(f"a handler for {name} is already registered")
+        self._typed[name] = (payload_type, handler)
+        self._wanted = frozenset(n.encode() for n in self._typed)
+
+    @property
+    def handled_types(self) -> frozenset[str]:
+        """Full names of the payload types with a registered handler."""
+        return frozenset(self._typed)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Consume until ``stop`` is set."""
@@ -169,37 +202,85 @@ class ConsumerWorker:
 
     async def handle(self, message: ReceivedMessage) -> None:
         """Apply one delivered message exactly once (or dead-letter it)."""
+        if self._typed and message.header("event-type") not in self._wanted:
+            self.ignored += 1
+            return
         try:
             envelope = decode_envelope(message)
         except DecodeError as exc:
             await self._dead_letter(message, None, f"undecodable envelope: {exc}", attempts=1)
             return
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                if await asyncio.to_thread(self._apply_in_tx, envelope):
-                    self.applied += 1
-                else:
-                    self.skipped += 1
-                return
-            except Exception as exc:
-                if self.transient(exc):
-                    if self._stop.is_set():
-                        raise _Stopped from exc  # raising keeps the offset uncommitted
-                    log.warning("transient failure on %s, retrying: %s", envelope.event_id, exc)
-                elif attempt >= self.max_attempts:
-                    reason = f"{type(exc).__name__}: {exc}"
-                    await self._dead_letter(message, envelope, reason, attempts=attempt)
-                    return
-                await asyncio.sleep(min(self.retry_delay * 2 ** min(attempt, 6), 5.0))
 
-    def _apply_in_tx(self, envelope: Envelope) -> bool:
+        # tenacity (the platform's one retry library): transient failures are retried until
+        # they pass (or the worker stops), others at most ``max_attempts`` times in all.
+        def give_up(state: tenacity.RetryCallState) -> bool:
+            error = state.outcome.exception() if state.outcome is not None else None
+            if error is None or self.transient(error):
+                return False
+            return state.attempt_number >= self.max_attempts
+
+        retrying = tenacity.AsyncRetrying(
+            # Never a cancellation (BaseException) or a stop: only failures of the apply.
+            retry=tenacity.retry_if_exception(
+                lambda e: isinstance(e, Exception) and not isinstance(e, _Stopped)
+            ),
+            stop=give_up,
+            # 2x, 4x, ... 64x retry_delay after the 1st, 2nd, ... failure; at most 5 s.
+            wait=tenacity.wait_exponential(
+                multiplier=2 * self.retry_delay, max=min(self.retry_delay * 2**6, 5.0)
+            ),
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    applied, after = await self._apply_once(envelope)
+        except _Stopped:
+            raise  # raising keeps the offset uncommitted
+        except Exception as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+            attempts = retrying.statistics.get("attempt_number", self.max_attempts)
+            await self._dead_letter(message, envelope, reason, attempts=int(attempts))
+            return
+        if applied:
+            self.applied += 1
+        else:
+            self.skipped += 1
+        if after is not None:
+            # Committed: a failing follow-up must not re-run or dead-letter the event.
+            try:
+                after()
+            except Exception:
+                log.exception("after-commit hook of %s failed", envelope.event_id)
+
+    async def _apply_once(self, envelope: Envelope) -> tuple[bool, AfterCommit | None]:
+        try:
+            return await asyncio.to_thread(self._apply_in_tx, envelope)
+        except Exception as exc:
+            if self.transient(exc):
+                if self._stop.is_set():
+                    raise _Stopped from exc
+                log.warning("transient failure on %s, retrying: %s", envelope.event_id, exc)
+            raise
+
+    def _apply_in_tx(self, envelope: Envelope) -> tuple[bool, AfterCommit | None]:
         with self.engine.begin() as conn:
             if not self.consumer.apply(conn, envelope):
-                return False
-            self.effect(conn, envelope)
-            return True
+                return False, None
+            if self.effect is not None:
+                self.effect(conn, envelope)
+                return True, None
+            return True, self._dispatch(conn, envelope)
+
+    def _dispatch(self, conn: Connection, envelope: Envelope) -> AfterCommit | None:
+        typed = self._typed.get(envelope.event_type)
+        if typed is None:
+            return None  # delivered without its header (e.g. replayed): recorded, no effect
+        payload_type, handler = typed
+        payload: Any = payload_type()
+        if not envelope.payload.Unpack(payload):
+            raise ValueError(f"payload of {envelope.event_id} is not a {envelope.event_type}")
+        return handler(conn, envelope, payload)
 
     async def _dead_letter(
         self, message: ReceivedMessage, envelope: Envelope | None, reason: str, *, attempts: int

@@ -1,21 +1,17 @@
-"""Typed errors of the event log, and their mapping onto gRPC status codes.
+"""Typed errors of the event log.
 
 Every failure the library raises on purpose derives from :class:`EventLogError`, so callers
 can catch one family. A version conflict is never swallowed: it surfaces as
-:class:`ConcurrencyError`, which an API layer maps to ``grpc.StatusCode.ABORTED`` (the client
-re-reads and retries the command).
+:class:`ConcurrencyError`, which the API edge maps to ``ABORTED`` (the client re-reads and
+retries the command). The library knows nothing of gRPC: the mapping of these types onto
+status codes lives at the edge, in :func:`electric_platform.errors.status_for`.
 """
 
 from __future__ import annotations
 
-import grpc
-
 
 class EventLogError(Exception):
     """Base class of every error raised on purpose by ``electric_eventlog``."""
-
-    #: gRPC status an API layer should answer with when this error escapes a handler.
-    grpc_code: grpc.StatusCode = grpc.StatusCode.INTERNAL
 
 
 class ConcurrencyError(EventLogError):
@@ -26,8 +22,6 @@ class ConcurrencyError(EventLogError):
     ``(stream_id, stream_version)`` first. The caller's transaction must be rolled back; the
     command is retried from a fresh read.
     """
-
-    grpc_code = grpc.StatusCode.ABORTED
 
     def __init__(self, stream_id: str, expected: int | str, actual: int | None) -> None:
         self.stream_id = stream_id
@@ -42,36 +36,10 @@ class ConcurrencyError(EventLogError):
 class StreamNotFoundError(EventLogError):
     """A stream that must exist (``expected_version=STREAM_EXISTS``) does not."""
 
-    grpc_code = grpc.StatusCode.NOT_FOUND
-
 
 class DuplicateEventError(EventLogError):
     """An event id was appended twice (event ids are unique in a store)."""
 
-    grpc_code = grpc.StatusCode.ALREADY_EXISTS
-
 
 class SchemaError(EventLogError):
     """The database schema is missing or older than this library expects."""
-
-    grpc_code = grpc.StatusCode.FAILED_PRECONDITION
-
-
-def grpc_status_for(error: BaseException) -> grpc.StatusCode:
-    """The gRPC status code for ``error``: ``ABORTED`` for a :class:`ConcurrencyError`.
-
-    Errors outside this library map to ``INTERNAL``.
-    """
-    if isinstance(error, EventLogError):
-        return error.grpc_code
-    return grpc.StatusCode.INTERNAL
-
-
-async def abort_with(
-    context: grpc.aio.ServicerContext[object, object], error: EventLogError
-) -> None:
-    """Abort the current grpc.aio call with the status and message of ``error``.
-
-    ``await abort_with(context, err)`` raises (grpc's ``abort`` never returns).
-    """
-    await context.abort(error.grpc_code, str(error))

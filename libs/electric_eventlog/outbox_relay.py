@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
+import tenacity
 from electric.eventlog.v1.envelope_pb2 import Envelope
 from sqlalchemy import Connection, Engine, text
 
@@ -27,6 +28,10 @@ from .outbox import fetch_unsent, mark_sent
 from .store import utc_now
 
 log = logging.getLogger(__name__)
+
+
+class _Stopped(Exception):
+    """The relay was stopped while waiting to retry a failed batch."""
 
 
 def _lock_key(topic: str | None) -> int:
@@ -111,25 +116,56 @@ class OutboxRelay:
         (a second one waits; the lock dies with a killed process's connection).
         """
         lock_conn = await asyncio.to_thread(self._acquire_leadership, stop)
-        failures = 0
         try:
             while not stop.is_set():
                 try:
-                    published = await self.publish_once()
-                    failures = 0
-                except Exception:
-                    # Broker or database away: nothing was marked, so retrying later is safe
-                    # (at worst the batch is sent twice). Back off instead of dying.
-                    failures += 1
-                    log.exception("relay batch failed (%d in a row); retrying", failures)
-                    published = 0
+                    published = await self._publish_retrying(stop)
+                except _Stopped:
+                    break
                 if published == 0:
-                    delay = min(self.poll_interval * 2 ** min(failures, 8), 5.0)
                     with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(stop.wait(), timeout=delay)
+                        await asyncio.wait_for(stop.wait(), timeout=self.poll_interval)
         finally:
             if lock_conn is not None:
                 await asyncio.to_thread(self._release_leadership, lock_conn)
+
+    async def _publish_retrying(self, stop: asyncio.Event) -> int:
+        """:meth:`publish_once`, retried until it passes or ``stop`` is set.
+
+        A failure means the broker or the database is away: nothing was marked, so retrying
+        is safe (at worst the batch is sent twice). Backs off (tenacity, the platform's one
+        retry library) from 2x the poll interval, doubling, at most 5 s, instead of dying.
+        """
+
+        async def sleep(seconds: float) -> None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=seconds)
+            if stop.is_set():
+                raise _Stopped
+
+        def failed(state: tenacity.RetryCallState) -> None:
+            error = state.outcome.exception() if state.outcome is not None else None
+            log.error(
+                "relay batch failed (%d in a row); retrying",
+                state.attempt_number,
+                exc_info=error,
+            )
+
+        retrying = tenacity.AsyncRetrying(
+            retry=tenacity.retry_if_exception(
+                lambda e: isinstance(e, Exception) and not isinstance(e, _Stopped)
+            ),
+            wait=tenacity.wait_exponential(
+                multiplier=2 * self.poll_interval, max=min(self.poll_interval * 2**8, 5.0)
+            ),
+            sleep=sleep,
+            before_sleep=failed,
+            reraise=True,
+        )
+        async for attempt in retrying:
+            with attempt:
+                return await self.publish_once()
+        raise AssertionError("unreachable: tenacity returns or raises")  # pragma: no cover
 
     def _release_leadership(self, conn: Connection) -> None:
         # A pooled connection outlives close(): unlock explicitly, or the session lock would

@@ -1,9 +1,10 @@
 """Reusable recorder test cases: run the SAME checks against any database backend.
 
-Subclass :class:`RecorderCases` in a pytest module, provide ``engine`` (an
-:class:`~sqlalchemy.Engine` on a fresh, migrated database) and ``supports_concurrent_tx``,
-and every ``test_*`` method runs on that backend (SQLite in tests/unit, PostgreSQL in
-tests/integration). Services can reuse the helpers for their own stores.
+Subclass :class:`RecorderCases` in a pytest module and set ``engine`` (an
+:class:`~sqlalchemy.Engine` on a fresh, migrated database) before each test, e.g. from the
+shared ``backend_engine`` fixture of tests/support/backends.py: every ``test_*`` method then
+runs on SQLite and on PostgreSQL. Services reuse the helpers and that fixture for their own
+stores.
 """
 
 from __future__ import annotations

@@ -37,7 +37,8 @@ from electric_platform.errors import (
     ServiceError,
     Unauthenticated,
     Unavailable,
-    error_detail,
+    map_status,
+    status_for,
 )
 from electric_platform.log import configure_logging, get_logger
 from electric_platform.metrics import MetricsInterceptor, ServiceMetrics
@@ -70,11 +71,11 @@ __all__ = [
     "configure_logging",
     "correlation_id",
     "current_principal",
-    "error_detail",
     "get_logger",
     "issue_token",
     "load_config",
     "main",
+    "map_status",
     "new_id",
     "outgoing_metadata",
     "request_id",
@@ -83,5 +84,6 @@ __all__ = [
     "run_hosts",
     "serve",
     "set_principal",
+    "status_for",
     "verify_token",
 ]

@@ -24,6 +24,7 @@ import grpc
 import jwt
 import structlog
 
+from electric_platform.context import outgoing_metadata
 from electric_platform.errors import PermissionDenied, Unauthenticated
 from electric_platform.rpc import Context, HandlerCallDetails, RpcHandler, wrap_handler
 
@@ -221,3 +222,8 @@ class TokenSource:
             self._token = issue_token(self._subject, self._role, self._secret, self._ttl, now=now)
             self._expires = now + self._ttl
         return self._token
+
+    def metadata(self) -> tuple[tuple[str, str], ...]:
+        """Metadata of one outgoing call: this token, a new request id and the propagated
+        correlation id (the ``CallMetadata`` of the clients in ``electric_clients``)."""
+        return outgoing_metadata(self.token())

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from electric_eventlog.topics import namespaced
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 #: The services of the platform, in port order.
 SERVICES: tuple[str, ...] = ("registration", "table", "wallet", "payout")
@@ -291,12 +293,12 @@ def _namespace(text: str) -> str:
 
 
 def _mask_url(url: str) -> str:
-    if "://" not in url or "@" not in url:
-        return url
-    scheme, rest = url.split("://", 1)
-    creds, host = rest.rsplit("@", 1)
-    user = creds.split(":", 1)[0]
-    return f"{scheme}://{user}:***@{host}"
+    """``url`` with its password shown as ``***`` (SQLAlchemy renders the URL)."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        # Not a database URL at all: nothing to render, so show nothing that could be secret.
+        return "(unparseable URL)" if "@" in url else url
 
 
 def _lookup(

@@ -5,16 +5,29 @@ interceptor turns it into the gRPC status with its human-readable message, so ap
 code never touches ``context.abort``. An optional protobuf ``detail`` message (e.g.
 ``electric.common.v1.InsufficientFunds``) travels in the standard ``grpc-status-details-bin``
 trailer as a ``google.rpc.Status`` with the detail packed in ``details``, which gRPC client
-libraries in every language can decode.
+libraries in every language can decode. The ``google.rpc.Status`` is built by
+``grpc_status.rpc_status`` (grpcio-status) from ``google.rpc.status_pb2``
+(googleapis-common-protos); callers read details back with
+:func:`electric_clients.errors.error_detail`.
+
+Errors of the libraries below the edge (the event log's :class:`~electric_eventlog.EventLogError`
+family, typed domain errors) carry no gRPC knowledge; :func:`status_for` maps them by type.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import grpc
+from electric_eventlog.errors import (
+    ConcurrencyError,
+    DuplicateEventError,
+    EventLogError,
+    SchemaError,
+    StreamNotFoundError,
+)
 from google.protobuf import any_pb2
 from google.protobuf.message import Message
+from google.rpc import status_pb2
+from grpc_status import rpc_status
 
 #: Trailer key that carries a serialized ``google.rpc.Status``.
 STATUS_DETAILS_KEY = "grpc-status-details-bin"
@@ -87,83 +100,58 @@ class Unavailable(ServiceError):
     code = grpc.StatusCode.UNAVAILABLE
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
+#: gRPC status of error types raised below the edge, most specific type first when walking
+#: an error's MRO. Services add their typed domain errors with :func:`map_status`.
+_STATUS_BY_TYPE: dict[type[BaseException], grpc.StatusCode] = {
+    ConcurrencyError: grpc.StatusCode.ABORTED,
+    StreamNotFoundError: grpc.StatusCode.NOT_FOUND,
+    DuplicateEventError: grpc.StatusCode.ALREADY_EXISTS,
+    SchemaError: grpc.StatusCode.FAILED_PRECONDITION,
+    EventLogError: grpc.StatusCode.INTERNAL,
+}
 
 
-def _field(number: int, payload: bytes) -> bytes:
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+def map_status(error_type: type[BaseException], code: grpc.StatusCode) -> None:
+    """Answer ``code`` for errors of ``error_type`` (and its subclasses) at the edge."""
+    _STATUS_BY_TYPE[error_type] = code
+
+
+def status_for(error: BaseException) -> grpc.StatusCode:
+    """The gRPC status code for ``error``, by type.
+
+    A :class:`ServiceError` answers its own code; the event log's errors map as listed in
+    ``_STATUS_BY_TYPE`` (a :class:`ConcurrencyError` is ``ABORTED``: re-read and retry);
+    anything else is ``INTERNAL``.
+    """
+    if isinstance(error, ServiceError):
+        return error.code
+    for klass in type(error).__mro__:
+        code = _STATUS_BY_TYPE.get(klass)
+        if code is not None:
+            return code
+    return grpc.StatusCode.INTERNAL
+
+
+def rich_status(code: grpc.StatusCode, message: str, detail: Message) -> grpc.Status:
+    """The ``grpc.Status`` to abort with: ``code``, ``message`` and ``detail`` packed into a
+    ``google.rpc.Status`` in the ``grpc-status-details-bin`` trailer."""
+    packed = any_pb2.Any()
+    packed.Pack(detail)
+    status = status_pb2.Status(code=int(code.value[0]), message=message, details=[packed])
+    return rpc_status.to_status(status)
 
 
 def encode_status_details(code: grpc.StatusCode, message: str, detail: Message) -> bytes:
-    """Serialize a ``google.rpc.Status`` {code, message, details: [Any(detail)]}."""
-    packed = any_pb2.Any()
-    packed.Pack(detail)
-    numeric = int(code.value[0])
-    out = b""
-    if numeric:
-        out += _varint(1 << 3 | 0) + _varint(numeric)
-    if message:
-        out += _field(2, message.encode())
-    out += _field(3, packed.SerializeToString())
-    return out
-
-
-def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
-    shift = result = 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return result, pos
-        shift += 7
+    """The serialized ``google.rpc.Status`` {code, message, details: [Any(detail)]} that
+    travels in the ``grpc-status-details-bin`` trailer."""
+    for key, value in rich_status(code, message, detail).trailing_metadata:
+        if key == STATUS_DETAILS_KEY and isinstance(value, bytes):
+            return value
+    raise AssertionError("grpc_status.to_status always sets the details trailer")
 
 
 def decode_status_details(data: bytes) -> tuple[int, str, list[any_pb2.Any]]:
-    """Parse a ``google.rpc.Status``: (numeric code, message, details)."""
-    pos, code, message, details = 0, 0, "", []
-    while pos < len(data):
-        key, pos = _read_varint(data, pos)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            value, pos = _read_varint(data, pos)
-            if number == 1:
-                code = value
-        elif wire == 2:
-            size, pos = _read_varint(data, pos)
-            chunk = data[pos : pos + size]
-            pos += size
-            if number == 2:
-                message = chunk.decode()
-            elif number == 3:
-                item = any_pb2.Any()
-                item.ParseFromString(chunk)
-                details.append(item)
-        else:
-            raise ValueError(f"unexpected wire type {wire} in google.rpc.Status")
-    return code, message, details
-
-
-def error_detail(err: object, into: Message) -> bool:
-    """Unpack the first detail of ``into``'s type from a gRPC error's trailers into ``into``.
-
-    ``err`` is a ``grpc.aio.AioRpcError`` (or a sync ``grpc.RpcError`` call). True if found.
-    """
-    getter = getattr(err, "trailing_metadata", None)
-    trailers: Any = getter() if callable(getter) else None
-    for key, value in trailers or ():
-        if key == STATUS_DETAILS_KEY and isinstance(value, bytes):
-            for item in decode_status_details(value)[2]:
-                if item.TypeName() == into.DESCRIPTOR.full_name:
-                    item.Unpack(into)
-                    return True
-    return False
+    """Parse a serialized ``google.rpc.Status``: (numeric code, message, details)."""
+    status = status_pb2.Status.FromString(data)
+    details: list[any_pb2.Any] = list(status.details)
+    return int(status.code), str(status.message), details

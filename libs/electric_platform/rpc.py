@@ -16,7 +16,7 @@ from typing import Any, NoReturn, TypeAlias
 
 import grpc
 
-from electric_platform.errors import STATUS_DETAILS_KEY, ServiceError, encode_status_details
+from electric_platform.errors import ServiceError, rich_status
 
 HandlerCallDetails: TypeAlias = grpc.HandlerCallDetails
 RpcHandler: TypeAlias = Any  # grpc.RpcMethodHandler | None (untyped in the stubs)
@@ -45,9 +45,8 @@ def split_method(full: str) -> tuple[str, str]:
 async def abort_with(context: Context, exc: ServiceError) -> NoReturn:
     """Abort the call with the status (and detail) of ``exc``."""
     if exc.detail is not None:
-        context.set_trailing_metadata(
-            ((STATUS_DETAILS_KEY, encode_status_details(exc.code, exc.message, exc.detail)),)
-        )
+        status = rich_status(exc.code, exc.message, exc.detail)
+        context.set_trailing_metadata(status.trailing_metadata)
     await context.abort(exc.code, exc.message)
     raise AssertionError("unreachable: context.abort raises")  # pragma: no cover
 

@@ -53,6 +53,7 @@ from electric_platform.context import (
 )
 from electric_platform.log import configure_logging, get_logger
 from electric_platform.metrics import MetricsInterceptor, MetricsServer, ServiceMetrics, status_of
+from electric_platform.retry import Stopped, retry_async
 from electric_platform.rpc import (
     Context,
     HandlerCallDetails,
@@ -291,25 +292,24 @@ class ServiceHost:
         )
 
     async def _guard(self, name: str, fn: BackgroundFn, restart: bool) -> None:
-        delay = 0.5
-        while True:
-            try:
-                await fn()
-                return
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                if not restart or self.stopping.is_set():
-                    self.log.exception("background.crashed", task=name)
-                    self.stopping.set()
-                    return
-                self.log.exception("background.restarting", task=name, delay_seconds=delay)
-                self.metrics.background_restarts.labels(task=name).inc()
-            try:
-                await asyncio.wait_for(self.stopping.wait(), timeout=delay)
-                return
-            except TimeoutError:
-                delay = min(delay * 2, 30.0)
+        def restarting(error: BaseException, attempt: int, delay: float) -> None:
+            self.log.error("background.restarting", task=name, delay_seconds=delay, exc_info=error)
+            self.metrics.background_restarts.labels(task=name).inc()
+
+        try:
+            await retry_async(
+                fn,
+                retry_on=lambda _: restart and not self.stopping.is_set(),
+                initial=0.5,
+                maximum=30.0,
+                stop=self.stopping,
+                before_sleep=restarting,
+            )
+        except Stopped:
+            return  # shutting down while waiting to restart
+        except Exception:
+            self.log.exception("background.crashed", task=name)
+            self.stopping.set()
 
     async def stop(self, grace: float | None = None) -> None:
         """Drain and stop (idempotent). ``grace`` defaults to the configured grace period."""

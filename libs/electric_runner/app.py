@@ -51,17 +51,12 @@ def service_setups() -> dict[str, SetupFn]:
     from electric_payout.app import setup as payout_setup
     from electric_registration.app import setup as registration_setup
     from electric_table.app import setup as table_setup
-    from electric_wallet.service import setup as wallet_setup
-
-    async def wallet(host: ServiceHost) -> None:
-        # The wallet relays its outbox itself; in embedded mode it needs the shared bus.
-        bus = None if host.config.uses_kafka else inprocess_bus()
-        await wallet_setup(host, bus=bus)
+    from electric_wallet.app import setup as wallet_setup
 
     return {
         "registration": registration_setup,
         "table": table_setup,
-        "wallet": wallet,
+        "wallet": wallet_setup,
         "payout": payout_setup,
     }
 

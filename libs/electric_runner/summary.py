@@ -20,14 +20,13 @@ from electric.payout.v1 import events_pb2 as payout_events
 from electric.registration.v1 import events_pb2 as registration_events
 from electric.table.v1 import events_pb2 as table_events
 from electric.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from electric_clients.accounts import PRIZE_RESERVE, RAKE
 from electric_eventlog import EventBus, ReceivedMessage, decode_envelope, topic_for
 from electric_platform.auth import TokenSource
 from electric_platform.context import outgoing_metadata
 
 #: Topics the summary reads.
 TOPICS: tuple[str, ...] = (topic_for("registration"), topic_for("table"), topic_for("payout"))
-RAKE_ACCOUNT = "house:rake"
-PRIZE_RESERVE_ACCOUNT = "house:prize_reserve"
 
 _TOURNAMENT_STARTED = registration_events.TournamentStarted.DESCRIPTOR.full_name
 _TABLE_OPENED = registration_events.TableOpened.DESCRIPTOR.full_name
@@ -152,8 +151,8 @@ async def poll_wallet(
         stub = wallet_pb2_grpc.WalletServiceStub(channel)
         while not stop.is_set():
             for account, attr in (
-                (RAKE_ACCOUNT, "rake_cents"),
-                (PRIZE_RESERVE_ACCOUNT, "prize_reserve_cents"),
+                (RAKE, "rake_cents"),
+                (PRIZE_RESERVE, "prize_reserve_cents"),
             ):
                 with contextlib.suppress(grpc.aio.AioRpcError):
                     response = await stub.GetAccount(

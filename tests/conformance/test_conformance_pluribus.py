@@ -1,4 +1,4 @@
-"""All 10,000 Pluribus hands (shared/conformance) replay through our engine.
+"""All 10,000 Pluribus hands (tests/data/conformance, vendored) replay through our engine.
 
 9,992 must match ``finishing_stacks`` exactly; the 8 listed in the corpus README record half
 chips after a split pot and must differ only by our odd-chip rule (≤ 1 chip per split pot,
@@ -7,6 +7,7 @@ same total).
 
 from __future__ import annotations
 
+import hashlib
 import time
 from decimal import Decimal
 from pathlib import Path
@@ -15,17 +16,17 @@ import pytest
 from electric_domain.holdem import PotAwarded
 from electric_domain.phh import iter_hands, replay_fields
 
-CORPUS = (
-    Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "pluribus-10000.phhs"
-)
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "conformance" / "pluribus-10000.phhs"
+#: SHA-256 of the vendored corpus (tests/data/conformance/README.md: vendored unchanged).
+CORPUS_SHA256 = "3578db9841c4c6b25a7dd68abec407916b9370a50110e0325cdf42ae20623702"
 ODD_CHIP_HANDS = {177, 925, 2591, 4112, 5356, 5652, 5662, 7124}
 
 
 @pytest.fixture(scope="module")
 def corpus_text() -> str:
-    if not CORPUS.exists():
-        pytest.fail(f"conformance corpus not found at {CORPUS} (shared/ beside the repo)")
-    return CORPUS.read_text(encoding="utf-8")
+    data = CORPUS.read_bytes()
+    assert hashlib.sha256(data).hexdigest() == CORPUS_SHA256, "the vendored corpus changed"
+    return data.decode("utf-8")
 
 
 def test_pluribus_corpus_replays(corpus_text: str) -> None:

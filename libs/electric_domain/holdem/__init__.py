@@ -8,9 +8,11 @@ Public API (import from here):
   (post, deal from a deck, house-rule showdown) for callers that store events themselves.
 * :func:`initial_state`, :func:`decide`, :func:`step`, :func:`apply`, :func:`replay` —
   the event-sourced core; :func:`legal_actions`, :func:`showdown_options` — questions.
+* :class:`Move` — a player's decision (BET and RAISE_TO distinct), :func:`command_for`.
 * Commands (:mod:`.commands`) and events (:mod:`.events`), all frozen dataclasses.
 * :class:`CommandRejected` — raised for illegal commands (``.reason``); nothing changes.
-* :mod:`electric_domain.holdem.codec` — events/commands to and from JSON-ready dicts.
+* Events and commands encode to canonical JSON with the platform's one dataclass codec
+  (``electric_eventlog.dataclass_codec``), outside this pure package.
 
 Rules and conventions: ``docs/holdem-rules.md``.
 """
@@ -64,6 +66,7 @@ from electric_domain.holdem.events import (
     RoundClosed,
     UncalledBetReturned,
 )
+from electric_domain.holdem.moves import Move, command_for
 from electric_domain.holdem.state import (
     CommandRejected,
     HandConfig,
@@ -71,6 +74,7 @@ from electric_domain.holdem.state import (
     LegalActions,
     Phase,
     ShowdownOptions,
+    Street,
 )
 
 __all__ = [
@@ -100,6 +104,7 @@ __all__ = [
     "HoldemHand",
     "HoleCardsDealt",
     "LegalActions",
+    "Move",
     "Muck",
     "Phase",
     "PostForcedBets",
@@ -109,9 +114,11 @@ __all__ = [
     "RoundClosed",
     "Show",
     "ShowdownOptions",
+    "Street",
     "UncalledBetReturned",
     "advance",
     "apply",
+    "command_for",
     "deal_positions",
     "decide",
     "initial_state",

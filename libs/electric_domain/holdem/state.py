@@ -68,6 +68,15 @@ class HandConfig:
         return (self.small_blind_player + 1) % len(self.stacks)
 
 
+class Street(IntEnum):
+    """A betting round (``HandState.street`` during betting; ``BoardDealt.street``)."""
+
+    PREFLOP = 0
+    FLOP = 1
+    TURN = 2
+    RIVER = 3
+
+
 class Phase(IntEnum):
     """What the hand is waiting for."""
 

@@ -1,17 +1,12 @@
 """Electric Poker tournament rules (pure domain; see docs/tournament-rules.md).
 
-Start here: `Tournament` (aggregate), the commands/events in `events`, `load_config` /
+Start here: `Tournament` (aggregate), the commands/events in `events`, the refusals in
+`errors`, the player view in `view`, `load_config` /
 `default_config`, `draw_multiplier` / `verify_multiplier`.
 """
 
-from electric_domain.tournament.aggregate import (
-    Deadline,
-    PlayerView,
-    Rejected,
-    Result,
-    Tournament,
-    TournamentState,
-)
+from electric_domain.holdem.moves import Move
+from electric_domain.tournament.aggregate import Tournament
 from electric_domain.tournament.config import (
     ConfigError,
     TournamentConfig,
@@ -19,8 +14,15 @@ from electric_domain.tournament.config import (
     load_config,
     parse_config,
 )
+from electric_domain.tournament.errors import (
+    InvalidCommand,
+    NotAllowedNow,
+    Rejected,
+    RejectReason,
+)
 from electric_domain.tournament.events import (
     Act,
+    Cause,
     ClearPreAction,
     Command,
     DealHand,
@@ -28,8 +30,11 @@ from electric_domain.tournament.events import (
     SelectPreAction,
     SitIn,
     SitOut,
+    SitOutReason,
     Tick,
     Timeout,
+    TimeoutKind,
+    UnselectReason,
 )
 from electric_domain.tournament.fairness import (
     commitment,
@@ -37,27 +42,38 @@ from electric_domain.tournament.fairness import (
     verify_multiplier,
 )
 from electric_domain.tournament.preaction import PreAction
+from electric_domain.tournament.state import Deadline, Result, TournamentState
+from electric_domain.tournament.view import PlayerView, SeatView
 
 __all__ = [
     "Act",
+    "Cause",
     "ClearPreAction",
     "Command",
     "ConfigError",
     "Deadline",
     "DealHand",
     "Event",
+    "InvalidCommand",
+    "Move",
+    "NotAllowedNow",
     "PlayerView",
     "PreAction",
+    "RejectReason",
     "Rejected",
     "Result",
+    "SeatView",
     "SelectPreAction",
     "SitIn",
     "SitOut",
+    "SitOutReason",
     "Tick",
     "Timeout",
+    "TimeoutKind",
     "Tournament",
     "TournamentConfig",
     "TournamentState",
+    "UnselectReason",
     "commitment",
     "default_config",
     "draw_multiplier",

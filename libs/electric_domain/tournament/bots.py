@@ -88,7 +88,7 @@ class RandomBot:
         if la.call_amount > 0:
             options.append(Decide(Move.CALL, 0, t))
         if la.min_raise_to is not None and la.max_raise_to is not None:
-            options.append(Decide(Move.RAISE_TO, rng.randint(la.min_raise_to, la.max_raise_to), t))
+            options.append(Decide(la.wager_move, rng.randint(la.min_raise_to, la.max_raise_to), t))
             options.append(Decide(Move.ALL_IN, 0, t))
         return rng.choice(options)
 
@@ -143,7 +143,7 @@ class TightAggressiveBot:
                 if short:
                     return Decide(Move.ALL_IN, 0, t)
                 target = max(la.min_raise_to, 3 * ctx.big_blind, ctx.pot)
-                return Decide(Move.RAISE_TO, min(target, la.max_raise_to), t)
+                return Decide(la.wager_move, min(target, la.max_raise_to), t)
             if la.call_amount > 0:
                 return Decide(Move.CALL, 0, t)
             return Decide(Move.CHECK, 0, t)

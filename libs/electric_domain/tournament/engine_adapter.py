@@ -8,7 +8,7 @@
 * Showdown decisions are automatic (the driver's house rule): a hand that can still win is
   shown, one that cannot is mucked; all-in hands are exposed by the engine.
 
-`DeckEscrowed.seed_hex` is secret until the hand ends (DESIGN §8): the event exists so the
+`DeckEscrowed.seed_hex` is secret until the hand ends (docs/design.md §8): the event exists so the
 hand can be rebuilt by folding events (the seed is needed to deal later streets); the table
 service must persist it but withhold it from publication and from every player view until
 the hand's `HandEnded` (which reveals the seed).
@@ -23,7 +23,16 @@ from typing import Any
 from electric_domain import holdem as h
 from electric_domain.cards import card_str
 from electric_domain.deck import commitment, derive_deck
-from electric_domain.tournament.hand_port import IllegalMove, Legal, Move
+from electric_domain.tournament.hand_port import (
+    ActionResult,
+    HandFact,
+    HandSeat,
+    HandSnapshot,
+    IllegalMove,
+    Legal,
+    Move,
+    Post,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,19 +181,8 @@ class HoldemPort:
         la = h.legal_actions(s)
         if la is None or la.player != p:
             raise IllegalMove(f"seat {seat} is not to act")
-        cmd: h.Command
-        if move is Move.FOLD:
-            cmd = h.Fold(p)
-        elif move is Move.CHECK:
-            cmd = h.Check(p)
-        elif move is Move.CALL:
-            cmd = h.Call(p)
-        elif move is Move.ALL_IN:
-            cmd = h.AllIn(p)
-        else:
-            cmd = h.Bet(p, amount) if la.is_bet else h.RaiseTo(p, amount)
         try:
-            s2, evs = h.step(s, cmd)
+            s2, evs = h.step(s, h.command_for(move, p, amount))
         except h.CommandRejected as exc:
             raise IllegalMove(exc.reason) from exc
         return AdaptedHand(a.seats, a.index, a.deck, a.commitment, a.seed_hex, s2), evs
@@ -210,6 +208,8 @@ class HoldemPort:
             min_raise_to=la.min_raise_to if la.can_raise else None,
             max_raise_to=la.max_raise_to if la.can_raise else None,
             stack=la.stack,
+            is_bet=la.is_bet,
+            street_bet=la.player_bet,
         )
 
     def to_call(self, hand: Any, seat: int) -> int:
@@ -276,5 +276,105 @@ class HoldemPort:
         a: AdaptedHand = hand
         return a.seed_hex
 
+    def action_result(self, hand: Any, seat: int, events: Sequence[Any]) -> ActionResult:
+        a: AdaptedHand = hand
+        s = a.state
+        assert s is not None
+        p = a.index[seat]
+        before = s.bets[p]
+        street = h.Street(s.street)
+        for e in events:
+            if type(e) is h.Called and e.player == p:
+                return ActionResult(e.amount, before + e.amount, e.all_in, street)
+            if (type(e) is h.BetPlaced or type(e) is h.Raised) and e.player == p:
+                return ActionResult(e.to - before, e.to, e.all_in, street)
+        return ActionResult(0, before, False, street)
+
+    def snapshot(self, hand: Any) -> HandSnapshot:
+        a: AdaptedHand = hand
+        s = a.state
+        assert s is not None
+        seats = {
+            seat: HandSeat(s.stacks[i], s.bets[i], s.folded[i], bool(s.hole[i]))
+            for i, seat in enumerate(a.seats)
+        }
+        betting_over = s.phase is h.Phase.SHOWDOWN or s.phase is _COMPLETE
+        return HandSnapshot(
+            seats=seats,
+            street=None if betting_over else h.Street(max(0, min(s.street, 3))),
+            board=tuple(card_str(c) for c in s.board),
+            current_bet=max(s.bets),
+            pot_total=s.pot_total,
+            shown=self.shown(a),
+        )
+
+    def facts(self, hand: Any, events: Sequence[Any]) -> list[HandFact | None]:
+        return hand_facts(hand, events)
+
     def describe(self, event: Any) -> Sequence[str]:
         return (repr(event),)
+
+
+_BOARD_AFTER = {1: 3, 2: 4, 3: 5}  # cards on the board once street 1 (flop) .. 3 is dealt
+
+
+def hand_facts(hand: AdaptedHand, events: Sequence[Any]) -> list[HandFact | None]:
+    """Engine events of the current hand in table terms (see `HandPort.facts`).
+
+    ``hand`` is the state after ``events``. Streets only add cards, so the board after a
+    street is a prefix of the final board; posts all happen in the batch that starts the
+    hand, so a post is all-in when the posts so far take the starting stack; a hand is
+    shown with some live hand all-in when a live player has nothing behind besides what
+    the pots paid them."""
+    s = hand.state
+    assert s is not None
+    seats = hand.seats
+    posted = [0] * s.n
+    out: list[HandFact | None] = []
+    for ev in events:
+        t = type(ev)
+        if t is DeckEscrowed:
+            out.append(None)
+        elif t is h.AntePosted or t is h.BlindPosted:
+            p = ev.player
+            posted[p] += ev.amount
+            post = (
+                Post.ANTE if t is h.AntePosted else (Post.BIG_BLIND if ev.big else Post.SMALL_BLIND)
+            )
+            out.append(
+                HandFact(
+                    t.__name__,
+                    seats[p],
+                    amount=ev.amount,
+                    all_in=posted[p] == s.config.stacks[p],
+                    post=post,
+                )
+            )
+        elif t is h.HoleCardsDealt:
+            out.append(HandFact(t.__name__, seats[ev.player], cards=tuple(ev.cards)))
+        elif t is h.BoardDealt:
+            out.append(
+                HandFact(
+                    t.__name__,
+                    cards=tuple(ev.cards),
+                    board=s.board[: _BOARD_AFTER[ev.street]],
+                    street=h.Street(ev.street),
+                )
+            )
+        elif t is h.HandShown:
+            all_in = any(not s.folded[i] and s.stacks[i] - s.winnings[i] == 0 for i in range(s.n))
+            out.append(HandFact(t.__name__, seats[ev.player], cards=tuple(ev.cards), all_in=all_in))
+        elif t is h.PotAwarded:
+            out.append(
+                HandFact(
+                    t.__name__,
+                    amount=ev.amount,
+                    index=ev.index,
+                    winners=tuple(
+                        (seats[p], share) for p, share in zip(ev.winners, ev.shares, strict=True)
+                    ),
+                )
+            )
+        else:
+            out.append(HandFact(t.__name__))
+    return out

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from electric_domain.holdem.moves import Move
+from electric_domain.holdem.state import Street
 from electric_domain.tournament.preaction import PreAction
 
 # ---------------------------------------------------------------------------------- commands
@@ -25,10 +27,10 @@ class DealHand:
 
 @dataclass(frozen=True, slots=True)
 class Act:
-    """A player's decision: fold, check, call, raise_to (bet or raise to ``amount``), all_in."""
+    """A player's decision; BET and RAISE_TO name the street total ``amount``."""
 
     seat: int
-    move: str
+    move: Move
     at: int
     amount: int = 0
 
@@ -92,6 +94,30 @@ class Cause(StrEnum):
     ELECTRIC = "electric"
 
 
+class UnselectReason(StrEnum):
+    """Why a pre-turn action was unselected."""
+
+    PLAYER = "player"  # the player cleared it
+    BET = "bet"  # the amount to call changed (seed §5.b.iii/iv)
+    EXECUTED = "executed"  # it was performed at the player's turn
+    ROUND_END = "round_end"
+    SITTING_OUT = "sitting_out"
+
+
+class SitOutReason(StrEnum):
+    """Why a player sat out."""
+
+    PLAYER = "player"
+    TIMEOUTS = "timeouts"  # too many consecutive timeouts
+
+
+class TimeoutKind(StrEnum):
+    """Which timer ran out."""
+
+    ACTION_TIMER = "action_timer"
+    TIME_BANK = "time_bank"
+
+
 @dataclass(frozen=True, slots=True)
 class TournamentStarted:
     tournament_id: str
@@ -122,9 +148,11 @@ class LevelAdvanced:
 
 @dataclass(frozen=True, slots=True)
 class ClockExpired:
-    """The tournament clock reached 0:00: Electric Mode starts with the next hand dealt."""
+    """The tournament clock reached 0:00: Electric Mode starts with the next hand dealt.
+    ``hand_no``: the hand in progress then (0 between hands)."""
 
     at: int
+    hand_no: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,11 +185,17 @@ class HandEvent:
     event: Any
 
 
+# Events of a turn carry the hand and the number of the action they wait for / are
+# (``action_seq``, 1-based per hand), so projections need not count.
+
+
 @dataclass(frozen=True, slots=True)
 class TurnStarted:
     seat: int
     at: int
     deadline: int
+    hand_no: int = 0
+    action_seq: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,25 +203,39 @@ class TimeBankStarted:
     seat: int
     at: int
     deadline: int
+    hand_no: int = 0
+    action_seq: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class TimedOut:
     seat: int
     at: int
+    kind: TimeoutKind = TimeoutKind.ACTION_TIMER
+    hand_no: int = 0
+    action_seq: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class ActionTaken:
-    """A decision (made by the player or automatically); the engine's events follow."""
+    """A decision (made by the player or automatically); the engine's events follow.
+
+    What it did to the seat's chips is here too (``amount_added``, ``street_bet`` after it,
+    ``all_in``, the ``street`` it was made in), so projections need not re-fold the hand."""
 
     seat: int
-    move: str
+    move: Move
     amount: int
     cause: Cause
     voluntary_chips: bool  # put chips in the pot by the player's own choice
     bank_ms_after: int
     at: int
+    hand_no: int = 0
+    action_seq: int = 0
+    amount_added: int = 0
+    street_bet: int = 0
+    all_in: bool = False
+    street: Street = Street.PREFLOP
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +244,7 @@ class PreActionSelected:
     action: PreAction
     to_call: int
     at: int
+    hand_no: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,19 +255,24 @@ class PreActionChanged:
     action: PreAction
     to_call: int
     at: int
+    hand_no: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class PreActionUnselected:
+    """``action``: the selection that was cleared."""
+
     seat: int
-    reason: str  # "player", "bet", "executed", "round_end", "sitting_out"
+    reason: UnselectReason
     at: int
+    action: PreAction | None = None
+    hand_no: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class SatOut:
     seat: int
-    reason: str  # "player" or "timeouts"
+    reason: SitOutReason
     at: int
 
 
@@ -234,6 +288,7 @@ class HandEnded:
     stacks: tuple[int, ...]
     deck_seed_hex: str  # the reveal: SHA-256 of it is HandStarted.deck_commitment
     at: int
+    deck_commitment: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,6 +308,7 @@ class TournamentFinished:
     prizes_cents: tuple[int, ...]  # per seat; sums to the prize pool
     hands: int
     at: int
+    eliminated_in: tuple[int, ...] = ()  # per seat: the hand they busted in (0: the winner)
 
 
 Event = (

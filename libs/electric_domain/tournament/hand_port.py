@@ -13,20 +13,29 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
+from electric_domain.holdem.moves import Move
+from electric_domain.holdem.state import Street
 
-class Move(StrEnum):
-    """A player's decision, as the tournament asks the engine to perform it."""
-
-    FOLD = "fold"
-    CHECK = "check"
-    CALL = "call"
-    RAISE_TO = "raise_to"  # bet or raise to an amount (total committed this round)
-    ALL_IN = "all_in"
+__all__ = [
+    "ActionResult",
+    "HandFact",
+    "HandPort",
+    "HandSeat",
+    "HandSnapshot",
+    "IllegalMove",
+    "Legal",
+    "Move",
+    "Post",
+    "Street",
+]
 
 
 @dataclass(frozen=True, slots=True)
 class Legal:
-    """Exactly what the actor may do now (amounts in chips)."""
+    """Exactly what the actor may do now (amounts in chips).
+
+    ``is_bet``: a bet/raise now opens the round (the move is BET, else RAISE_TO);
+    ``street_bet`` is the actor's bet this round so far."""
 
     seat: int
     can_fold: bool
@@ -35,6 +44,77 @@ class Legal:
     min_raise_to: int | None  # None when no bet/raise is possible
     max_raise_to: int | None
     stack: int
+    is_bet: bool = False
+    street_bet: int = 0
+
+    @property
+    def wager_move(self) -> Move:
+        """The move that bets or raises here: BET when opening, else RAISE_TO."""
+        return Move.BET if self.is_bet else Move.RAISE_TO
+
+
+@dataclass(frozen=True, slots=True)
+class ActionResult:
+    """What a move did to the actor's chips, for projections (street = the round it was
+    made in; ``street_bet`` = the actor's bet this round after it)."""
+
+    amount_added: int
+    street_bet: int
+    all_in: bool
+    street: Street
+
+
+@dataclass(frozen=True, slots=True)
+class HandSeat:
+    """One seat dealt into a hand (``behind``: chips not in the pot)."""
+
+    behind: int
+    street_bet: int
+    folded: bool
+    has_cards: bool
+
+
+@dataclass(frozen=True, slots=True)
+class HandSnapshot:
+    """The public state of a hand: seats dealt in (table seat -> `HandSeat`), the betting
+    round (None once betting is over: showdown or complete), board, bets, pot, and the hole
+    cards exposed so far (table seat -> cards)."""
+
+    seats: Mapping[int, HandSeat]
+    street: Street | None
+    board: tuple[str, ...]
+    current_bet: int
+    pot_total: int
+    shown: Mapping[int, tuple[str, ...]]
+
+
+class Post(StrEnum):
+    """A forced bet."""
+
+    NONE = ""
+    ANTE = "ante"
+    SMALL_BLIND = "small_blind"
+    BIG_BLIND = "big_blind"
+
+
+@dataclass(frozen=True, slots=True)
+class HandFact:
+    """An engine event in table terms, for publication: ``kind`` is the engine event's
+    name; ``seat`` the table seat it concerns (-1 none); ``cards`` dealt/shown cards (ints);
+    ``board`` the whole board after a street; ``all_in`` the seat has no chips behind after
+    posting (posts) or some live hand was all-in (shows); ``winners`` (seat, share) pairs;
+    ``street`` of a dealt street; ``post`` the kind of a forced bet."""
+
+    kind: str
+    seat: int = -1
+    amount: int = 0
+    cards: tuple[int, ...] = ()
+    board: tuple[int, ...] = ()
+    all_in: bool = False
+    post: Post = Post.NONE
+    street: Street = Street.PREFLOP
+    index: int = 0
+    winners: tuple[tuple[int, int], ...] = ()
 
 
 class IllegalMove(ValueError):
@@ -110,6 +190,19 @@ class HandPort(Protocol):
 
     def deck_seed_hex(self, hand: Any) -> str:
         """The hand's deck seed (revealed in the tournament's HandEnded)."""
+        ...
+
+    def action_result(self, hand: Any, seat: int, events: Sequence[Any]) -> ActionResult:
+        """What ``seat``'s move did, from the hand before it and the move's events."""
+        ...
+
+    def snapshot(self, hand: Any) -> HandSnapshot:
+        """The public state of the hand (for player views)."""
+        ...
+
+    def facts(self, hand: Any, events: Sequence[Any]) -> list[HandFact | None]:
+        """Engine events of the current hand (``hand`` = the state after them) in table
+        terms, one per event (None for the hand set-up record)."""
         ...
 
     def describe(self, event: Any) -> Sequence[str]:

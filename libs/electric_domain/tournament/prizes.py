@@ -1,4 +1,4 @@
-"""Finishing places and prizes (seed 000 "Prizes Awarded"; DESIGN §5).
+"""Finishing places and prizes (seed 000 "Prizes Awarded"; docs/design.md §5).
 
 Rules implemented here (documented in docs/tournament-rules.md):
 

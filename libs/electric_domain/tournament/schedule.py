@@ -5,8 +5,8 @@ Clock (seed 000 §1, "Electric Mode"): the clock starts when the tournament star
 clock reaches 0:00 at ``levels × level_ms``. A hand takes the level current when it is dealt;
 the first hand dealt at or after 0:00 is an Electric Mode hand, and so is every later hand.
 
-Positions (seed 000 "The Dealer Button", "The Blinds"; DESIGN §5 heads-up rule), with no dead
-button: the big blind moves to the next live seat clockwise after the previous big blind, so
+Positions (seed 000 "The Dealer Button", "The Blinds"; docs/design.md §5 heads-up rule), with
+no dead button: the big blind moves to the next live seat clockwise after the previous big blind, so
 nobody posts the big blind twice in a row, also when play goes from three to two players.
 Three or more live players: the small blind is the live seat before the big blind and the
 button the live seat before the small blind. Heads-up: the other player is the button and

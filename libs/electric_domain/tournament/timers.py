@@ -1,4 +1,4 @@
-"""Action timer and time bank (seed 000 "Action Timer" and "Time Bank"; DESIGN §5).
+"""Action timer and time bank (seed 000 "Action Timer" and "Time Bank"; docs/design.md §5).
 
 Times are integer milliseconds supplied as inputs; nothing here reads a clock.
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from electric.common.v1 import errors_pb2, money_pb2, pagination_pb2
+from electric.common.v1 import errors_pb2, pagination_pb2
 from electric.payout.v1 import payout_pb2, payout_pb2_grpc
+from electric_clients.convert import timestamp_or_none, usd
 from electric_platform import (
     InvalidArgument,
     NotFound,
@@ -15,7 +16,6 @@ from electric_platform import (
     require_player,
 )
 from electric_platform.paging import next_page_token, page_window
-from google.protobuf.timestamp_pb2 import Timestamp
 from sqlalchemy import Engine
 
 from electric_payout.store import repo
@@ -26,18 +26,6 @@ _STATUS = {
 }
 #: Roles that may read any player's winnings.
 _ON_BEHALF = (Role.SERVICE, Role.OPERATOR, Role.AUDITOR)
-
-
-def _usd(cents: int) -> money_pb2.Money:
-    return money_pb2.Money(cents=cents, currency="USD")
-
-
-def _ts(value: Any) -> Timestamp | None:
-    if value is None:
-        return None
-    ts = Timestamp()
-    ts.FromDatetime(value)
-    return ts
 
 
 class PayoutApi(payout_pb2_grpc.PayoutServiceServicer):
@@ -72,18 +60,18 @@ class PayoutApi(payout_pb2_grpc.PayoutServiceServicer):
                 tournament_id=first.tournament_id,
                 table_id=first.table_id,
                 multiplier=first.multiplier,
-                buy_in=_usd(first.buy_in_cents),
-                prize_pool=_usd(first.prize_pool_cents),
+                buy_in=usd(first.buy_in_cents),
+                prize_pool=usd(first.prize_pool_cents),
                 paytable_version=first.paytable_version,
                 prizes=[
                     payout_pb2.Prize(
                         place=r.place,
                         player_id=r.player_id,
                         entry_id=r.entry_id,
-                        amount=_usd(r.amount_cents),
+                        amount=usd(r.amount_cents),
                         status=_STATUS.get(r.status, payout_pb2.PRIZE_STATUS_UNSPECIFIED),
                         wallet_transfer_id=r.wallet_transfer_id,
-                        credited_at=_ts(r.credited_at),
+                        credited_at=timestamp_or_none(r.credited_at),
                     )
                     for r in rows
                 ],
@@ -114,15 +102,15 @@ class PayoutApi(payout_pb2_grpc.PayoutServiceServicer):
                     tournament_id=r.tournament_id,
                     table_id=r.table_id,
                     place=r.place,
-                    amount=_usd(r.amount_cents),
-                    buy_in=_usd(r.buy_in_cents),
+                    amount=usd(r.amount_cents),
+                    buy_in=usd(r.buy_in_cents),
                     multiplier=r.multiplier,
                     status=_STATUS.get(r.status, payout_pb2.PRIZE_STATUS_UNSPECIFIED),
-                    awarded_at=_ts(r.awarded_at),
+                    awarded_at=timestamp_or_none(r.awarded_at),
                 )
                 for r in rows[:size]
             ],
-            total=_usd(total),
+            total=usd(total),
             page=pagination_pb2.PageResponse(
                 next_page_token=next_page_token(offset, size, len(rows))
             ),

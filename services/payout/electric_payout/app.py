@@ -3,22 +3,19 @@ worker and wallet client → API."""
 
 from __future__ import annotations
 
+from functools import partial
+
 from electric.payout.v1 import payout_pb2, payout_pb2_grpc
+from electric_clients.wallet import WalletClient
 from electric_domain.tournament import TournamentConfig, default_config
 from electric_platform.auth import TokenSource
 from electric_platform.eventmetrics import watch_consumers
 from electric_platform.eventpath import open_event_path
 from electric_platform.server import ServiceHost
-from electric_wallet.client import WalletClient
 
 from electric_payout.api import PayoutApi
-from electric_payout.handlers import (
-    REGISTRATION_TOPIC,
-    TABLE_TOPIC,
-    Crediter,
-    PayoutConsumers,
-    Payouts,
-)
+from electric_payout.consumers import REGISTRATION_TOPIC, TABLE_TOPIC, PayoutConsumers
+from electric_payout.handlers import Crediter, Payouts
 from electric_payout.metrics import PayoutMetrics
 from electric_payout.store.tables import VERSIONS_DIR, metadata
 
@@ -27,7 +24,7 @@ SERVICE = "payout"
 
 async def setup(host: ServiceHost, *, config: TournamentConfig | None = None) -> None:
     """Wire the payout service into ``host`` (``config``: the tournament configuration whose
-    pay table computes the prizes; default the packaged electric-v1)."""
+    pay table re-checks the prizes; default the packaged electric-v1)."""
     cfg = config or default_config()
     path = await open_event_path(
         host,
@@ -43,9 +40,10 @@ async def setup(host: ServiceHost, *, config: TournamentConfig | None = None) ->
     metrics = PayoutMetrics(host.metrics.registry)
     metrics.watch(path.engine)
     crediter = Crediter(payouts, wallet, metrics=metrics)
-    consumers = PayoutConsumers(payouts, path.bus, crediter.wake.set)
-    watch_consumers(host, consumers.registration, consumers.table)
-    host.add_background("payout-consumers", lambda: consumers.run(host.stopping), restart=True)
+    consumers = PayoutConsumers(payouts, path.bus, on_award=crediter.wake.set, metrics=metrics)
+    watch_consumers(host, *consumers.workers)
+    for worker in consumers.workers:
+        host.add_background(worker.consumer.name, partial(worker.run, host.stopping), restart=True)
     host.add_background("prize-crediter", lambda: crediter.run(host.stopping), restart=True)
     host.add_service(
         payout_pb2.DESCRIPTOR.services_by_name["PayoutService"],

@@ -1,362 +1,365 @@
-"""Payout's consumers and credit worker: results → prizes → wallet, exactly once.
+"""Payout's decisions: results → prizes (or a hold) → wallet credits, exactly once.
 
-Consumers (``IdempotentConsumer``: the applied-record commits with the effect, so a
-redelivered event changes nothing):
+The table's tournament domain owns the prizes: TournamentFinished carries each finishing
+place's prize. Payout pays those, after re-checking them against the pay table as an audit
+control (``electric_domain.payout.audit``).
 
-- ``payout.registration-events`` on ``electric.registration.events``: TournamentStarted →
-  ``payout_tournaments`` (prize pool, pay table version, published payouts, seats).
-- ``payout.table-events`` on ``electric.table.events``: HandStarted → the hand's button
-  seat; TournamentFinished → ``payout_results``.
+Whichever of TournamentStarted (registration) and TournamentFinished (table) is consumed
+second decides, in its consumer's transaction (topics are not ordered with each other):
 
-Whichever of TournamentStarted and TournamentFinished arrives second (topics are not
-ordered with each other) awards the prizes in its transaction: one ``payout_prizes`` row and
-one PrizeAwarded event (stream ``payout-<tournament>``) per paid player, guarded by
-``payout_results.awarded_at`` so it happens once.
+- the check agrees → one ``payout_prizes`` row and one PrizeAwarded event (stream
+  ``payout-<table>``) per paid player;
+- the check disagrees → one PrizeCheckFailed event and the result marked held: nothing is
+  awarded or credited for that tournament (the ``electric_payout_prize_check_failures_total``
+  counter and the ``PrizeCheckFailed`` alert tell operators).
 
-The credit worker then pays each ``awarded`` prize from ``house:prize_reserve`` to the
-player's cash with the idempotency key ``prize-<tournament>-<place>-<player>``; after the
-wallet answered, one transaction marks the prize ``credited`` (only if it still was
-``awarded``) and appends PrizeCredited. A crash between the two repeats the wallet call,
-which the wallet answers as a replay: one transfer, one PrizeCredited.
+``payout_results.awarded_at`` / ``held_at`` make the decision happen once. The table id is
+the tournament's identity (TournamentStarted and TournamentFinished both carry it).
+
+:class:`Crediter` then pays each awarded prize from ``house:prize_reserve`` to the player's
+cash with the idempotency key ``prize-<table>-<place>-<player>`` as owed work
+(``electric_platform.owed_work``); after the wallet answered, one transaction marks the
+prize ``credited`` (only if it still was ``awarded``) and appends PrizeCredited. A crash in
+between repeats the wallet call, which the wallet answers as a replay: one transfer.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import Callable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 
-import grpc
-from electric.common.v1 import money_pb2
 from electric.eventlog.v1.envelope_pb2 import Envelope
 from electric.payout.v1 import events_pb2 as payout_events
 from electric.registration.v1 import events_pb2 as registration_events
 from electric.table.v1 import events_pb2 as table_events
 from electric.wallet.v1 import wallet_pb2
-from electric_domain.tournament import TournamentConfig
-from electric_eventlog import (
-    ANY,
-    NO_STREAM,
-    ConsumerWorker,
-    EventBus,
-    EventStore,
-    IdempotentConsumer,
-    ReceivedMessage,
-    topic_for,
-    utc_now,
+from electric_clients.convert import usd
+from electric_clients.wallet import WalletClient
+from electric_domain.payout import (
+    Award,
+    Discrepancy,
+    Held,
+    PlaceResult,
+    PrizeCheck,
+    Terms,
+    prize_transfer_id,
+    settle,
 )
-from electric_platform.log import get_logger
-from electric_wallet.client import WalletClient
-from sqlalchemy import Connection, Engine, insert, select, update
+from electric_domain.tournament import TournamentConfig
+from electric_eventlog import ANY, NO_STREAM, EventStore, utc_now
+from electric_platform.owed_work import OwedWork
+from google.protobuf.message import Message
+from sqlalchemy import Connection, Engine
 
-from electric_payout.awards import compute_awards, prize_transfer_id
 from electric_payout.metrics import PayoutMetrics
-from electric_payout.store import tables as t
+from electric_payout.store import repo
 
-log = get_logger("electric.payout")
-
-REGISTRATION_TOPIC = topic_for("registration")
-TABLE_TOPIC = topic_for("table")
-_STARTED = registration_events.TournamentStarted.DESCRIPTOR.full_name.encode()
-_HAND = table_events.HandStarted.DESCRIPTOR.full_name.encode()
-_FINISHED = table_events.TournamentFinished.DESCRIPTOR.full_name.encode()
-
-
-def _cross_check(
-    tournament_id: str, finished: table_events.TournamentFinished, ours: dict[int, int]
-) -> None:
-    """Log when the table's own prize figures (``FinishingPlace.prize``, informative) differ
-    from payout's computation, which is the one paid."""
-    if "prize" not in table_events.FinishingPlace.DESCRIPTOR.fields_by_name:
-        return
-    for p in finished.places:
-        if p.HasField("prize") and p.prize.cents != ours.get(p.seat, 0):
-            log.warning(
-                "payout.prize_mismatch",
-                tournament_id=tournament_id,
-                seat=p.seat,
-                table_says=p.prize.cents,
-                payout_pays=ours.get(p.seat, 0),
-            )
+_CHECK = {
+    PrizeCheck.SEAT_PRIZE: payout_events.PRIZE_CHECK_SEAT_PRIZE,
+    PrizeCheck.MISSING_PRIZE: payout_events.PRIZE_CHECK_MISSING_PRIZE,
+    PrizeCheck.TOTAL: payout_events.PRIZE_CHECK_TOTAL,
+    PrizeCheck.PRIZE_POOL: payout_events.PRIZE_CHECK_PRIZE_POOL,
+    PrizeCheck.MULTIPLIER: payout_events.PRIZE_CHECK_MULTIPLIER,
+    PrizeCheck.PAY_TABLE: payout_events.PRIZE_CHECK_PAY_TABLE,
+}
 
 
-def payout_stream(tournament_id: str) -> str:
+def payout_stream(table_id: str) -> str:
     """Event stream of a tournament's payout."""
-    return f"payout-{tournament_id}"
+    return f"payout-{table_id}"
 
 
-def _usd(cents: int) -> money_pb2.Money:
-    return money_pb2.Money(cents=cents, currency="USD")
+@dataclass(frozen=True)
+class Decision:
+    """What a committed decision did (acted on after the commit)."""
+
+    table_id: str
+    #: Prizes awarded (0 when held).
+    awarded: int
+    #: True when the prize check failed and the tournament is held.
+    held: bool
+
+
+def _table_id(event_name: str, table_id: str) -> str:
+    if not table_id:
+        raise ValueError(f"{event_name} without a table_id: the table id is the identity")
+    return table_id
+
+
+def place_results(finished: table_events.TournamentFinished) -> list[PlaceResult]:
+    """The result's places in the domain's terms (a place without ``prize`` has None)."""
+    return [
+        PlaceResult(
+            place=p.place,
+            seat=p.seat,
+            player_id=p.player_id,
+            entry_id=p.entry_id,
+            tied_count=p.tied_count,
+            eliminated_in_hand=p.eliminated_in_hand,
+            prize_cents=p.prize.cents if p.HasField("prize") else None,
+        )
+        for p in finished.places
+    ]
+
+
+def terms_of(
+    started: registration_events.TournamentStarted, places: Sequence[PlaceResult]
+) -> Terms:
+    """What TournamentStarted fixed (table size: announced, else the highest seat seen)."""
+    size = started.table_size or max([len(started.seats), *(p.seat for p in places)], default=0)
+    return Terms(
+        pool_cents=started.prize_pool.cents,
+        multiplier=started.multiplier,
+        paytable_version=started.paytable_version,
+        table_size=size,
+        published_shares=tuple(p.share_bps for p in sorted(started.payouts, key=lambda p: p.place)),
+    )
+
+
+def _discrepancy(d: Discrepancy) -> payout_events.PrizeDiscrepancy:
+    return payout_events.PrizeDiscrepancy(
+        check=_CHECK[d.check],
+        seat=d.seat,
+        player_id=d.player_id,
+        published=usd(d.published_cents),
+        expected=usd(d.expected_cents),
+        detail=d.detail,
+    )
 
 
 class Payouts:
-    """Effects of the consumed events and the awarding decision."""
+    """Effects of the consumed events, the awarding decision and the credit bookkeeping."""
 
     def __init__(self, engine: Engine, store: EventStore, config: TournamentConfig) -> None:
         self.engine = engine
         self.store = store
         self.config = config
 
-    # ------------------------------------------------------------------ effects
+    # ------------------------------------------------------------------ consumed facts
 
-    def on_registration_event(self, conn: Connection, envelope: Envelope) -> bool:
-        """TournamentStarted → remember the tournament; award if its result is in.
-        True when prizes were awarded."""
-        started = registration_events.TournamentStarted()
-        if not envelope.payload.Unpack(started):
-            return False
-        tid = started.tournament_id or started.table_id
-        exists = conn.execute(
-            select(t.tournaments.c.tournament_id).where(t.tournaments.c.tournament_id == tid)
-        ).first()
-        if exists is None:
-            conn.execute(
-                insert(t.tournaments).values(
-                    tournament_id=tid,
-                    table_id=started.table_id or tid,
-                    buy_in_cents=started.buy_in.cents,
-                    prize_pool_cents=started.prize_pool.cents,
-                    multiplier=started.multiplier,
-                    paytable_version=started.paytable_version,
-                    table_size=started.table_size or len(started.seats),
-                    started=started.SerializeToString(),
-                    received_at=utc_now(),
-                )
-            )
-        return self.award_if_ready(conn, tid, correlation_id=envelope.correlation_id)
+    def on_started(
+        self, conn: Connection, envelope: Envelope, started: registration_events.TournamentStarted
+    ) -> Decision | None:
+        """Remember the tournament; decide if its result is in."""
+        table_id = _table_id("TournamentStarted", started.table_id)
+        repo.add_tournament(
+            conn,
+            table_id=table_id,
+            buy_in_cents=started.buy_in.cents,
+            prize_pool_cents=started.prize_pool.cents,
+            multiplier=started.multiplier,
+            paytable_version=started.paytable_version,
+            table_size=started.table_size or len(started.seats),
+            started=started.SerializeToString(),
+            at=utc_now(),
+        )
+        return self.decide(conn, table_id, correlation_id=envelope.correlation_id)
 
-    def on_table_event(self, conn: Connection, envelope: Envelope) -> bool:
-        """HandStarted → its button; TournamentFinished → the result, award if possible."""
-        hand = table_events.HandStarted()
-        if envelope.payload.Unpack(hand):
-            exists = conn.execute(
-                select(t.hand_buttons.c.button_seat).where(
-                    t.hand_buttons.c.table_id == hand.table_id,
-                    t.hand_buttons.c.hand_number == hand.hand_number,
-                )
-            ).first()
-            if exists is None:
-                conn.execute(
-                    insert(t.hand_buttons).values(
-                        table_id=hand.table_id,
-                        hand_number=hand.hand_number,
-                        button_seat=hand.button_seat,
-                    )
-                )
-            return False
-        finished = table_events.TournamentFinished()
-        if not envelope.payload.Unpack(finished):
-            return False
-        tid = finished.tournament_id or finished.table_id
-        exists = conn.execute(
-            select(t.results.c.tournament_id).where(t.results.c.tournament_id == tid)
-        ).first()
-        if exists is None:
-            conn.execute(
-                insert(t.results).values(
-                    tournament_id=tid,
-                    finished=finished.SerializeToString(),
-                    source_event_id=envelope.event_id,
-                    received_at=utc_now(),
-                )
-            )
-        return self.award_if_ready(conn, tid, correlation_id=envelope.correlation_id)
+    def on_hand(self, conn: Connection, hand: table_events.HandStarted) -> None:
+        """Remember the hand's button (tie remainders start left of it)."""
+        repo.add_hand_button(conn, hand.table_id, hand.hand_number, hand.button_seat)
 
-    # ------------------------------------------------------------------ awarding
+    def on_finished(
+        self, conn: Connection, envelope: Envelope, finished: table_events.TournamentFinished
+    ) -> Decision | None:
+        """Remember the result; decide if the tournament's start is in."""
+        table_id = _table_id("TournamentFinished", finished.table_id)
+        repo.add_result(
+            conn,
+            table_id=table_id,
+            finished=finished.SerializeToString(),
+            source_event_id=envelope.event_id,
+            at=utc_now(),
+        )
+        return self.decide(conn, table_id, correlation_id=envelope.correlation_id)
 
-    def award_if_ready(self, conn: Connection, tournament_id: str, *, correlation_id: str) -> bool:
-        """Award the prizes once both the start and the result are known (once)."""
-        result = conn.execute(
-            select(t.results).where(t.results.c.tournament_id == tournament_id).with_for_update()
-        ).first()
-        if result is None or result.awarded_at is not None:
-            return False
-        tour = conn.execute(
-            select(t.tournaments).where(t.tournaments.c.tournament_id == tournament_id)
-        ).first()
+    # ------------------------------------------------------------------ deciding
+
+    def decide(self, conn: Connection, table_id: str, *, correlation_id: str) -> Decision | None:
+        """Award the published prizes, or hold them, once start and result are both known
+        (once). None when there is nothing to decide (yet)."""
+        result = repo.lock_undecided_result(conn, table_id)
+        if result is None:
+            return None
+        tour = repo.get_tournament(conn, table_id)
         if tour is None:
-            return False  # TournamentStarted not consumed yet: it will award
+            return None  # TournamentStarted not consumed yet: it will decide
         started = registration_events.TournamentStarted.FromString(tour.started)
         finished = table_events.TournamentFinished.FromString(result.finished)
-        table_id = started.table_id or tournament_id
-        buttons = {
-            int(r.hand_number): int(r.button_seat)
-            for r in conn.execute(
-                select(t.hand_buttons).where(t.hand_buttons.c.table_id == table_id)
-            )
-        }
-        awards = compute_awards(self.config, started, finished, buttons)
-        pool = started.prize_pool.cents
-        if sum(a.amount_cents for a in awards) != pool:  # pragma: no cover - domain invariant
-            raise RuntimeError(f"prizes of {tournament_id} do not sum to the pool {pool}")
-        _cross_check(tournament_id, finished, {a.seat: a.amount_cents for a in awards})
-        if finished.prize_pool.cents and finished.prize_pool.cents != pool:
-            log.warning(
-                "payout.pool_mismatch",
-                tournament_id=tournament_id,
-                started=pool,
-                finished=finished.prize_pool.cents,
-            )
-        now = utc_now()
-        events = []
-        for a in awards:
-            key = prize_transfer_id(tournament_id, a.player_id, a.place)
-            conn.execute(
-                insert(t.prizes).values(
-                    tournament_id=tournament_id,
-                    place=a.place,
-                    player_id=a.player_id,
-                    entry_id=a.entry_id,
-                    table_id=table_id,
-                    amount_cents=a.amount_cents,
-                    buy_in_cents=started.buy_in.cents,
-                    prize_pool_cents=pool,
-                    multiplier=started.multiplier,
-                    paytable_version=started.paytable_version,
-                    status="awarded",
-                    wallet_transfer_id="",
-                    awarded_at=now,
-                    credited_at=None,
-                    transfer_key=key,
-                    seat=a.seat,
-                    tied_count=a.tied_count,
-                    attempts=0,
-                    last_error="",
-                )
-            )
-            events.append(
-                payout_events.PrizeAwarded(
-                    tournament_id=tournament_id,
-                    table_id=table_id,
-                    place=a.place,
-                    player_id=a.player_id,
-                    entry_id=a.entry_id,
-                    amount=_usd(a.amount_cents),
-                    share_bps=a.amount_cents * 10_000 // pool if pool else 0,
-                    tied_count=a.tied_count,
-                    multiplier=started.multiplier,
-                    paytable_version=started.paytable_version,
-                    source_event_id=result.source_event_id,
-                )
-            )
-        if events:
-            self.store.append(
-                conn,
-                payout_stream(tournament_id),
-                NO_STREAM,
-                events,
-                correlation_id=correlation_id or tournament_id,
-                causation_id=result.source_event_id,
-                occurred_at=now,
-            )
-        conn.execute(
-            update(t.results)
-            .where(t.results.c.tournament_id == tournament_id)
-            .values(awarded_at=now)
+        places = place_results(finished)
+        outcome = settle(
+            self.config,
+            terms_of(started, places),
+            places,
+            repo.hand_buttons(conn, table_id),
+            result_pool_cents=finished.prize_pool.cents,
+            result_multiplier=finished.multiplier,
         )
-        return bool(events)
-
-    def award_pending(self) -> int:
-        """Award results whose start arrived in a concurrent transaction (each consumer saw
-        only its own row); the number of tournaments awarded."""
-        with self.engine.connect() as conn:
-            ids = list(
-                conn.execute(
-                    select(t.results.c.tournament_id)
-                    .join(
-                        t.tournaments,
-                        t.tournaments.c.tournament_id == t.results.c.tournament_id,
-                    )
-                    .where(t.results.c.awarded_at.is_(None))
-                ).scalars()
+        now = utc_now()
+        correlation = correlation_id or table_id
+        if isinstance(outcome, Held):
+            failed = payout_events.PrizeCheckFailed(
+                tournament_id=table_id,
+                table_id=table_id,
+                discrepancies=[_discrepancy(d) for d in outcome.discrepancies],
+                prize_pool=usd(started.prize_pool.cents),
+                multiplier=started.multiplier,
+                paytable_version=started.paytable_version,
+                source_event_id=result.source_event_id,
             )
-        done = 0
-        for tid in ids:
+            self._append(conn, table_id, [failed], correlation, result.source_event_id, now)
+            repo.mark_result(conn, table_id, held=True, at=now)
+            return Decision(table_id, 0, held=True)
+        source = result.source_event_id
+        events = [self._award(conn, started, a, source, now) for a in outcome.awards]
+        if events:
+            self._append(conn, table_id, events, correlation, source, now)
+        repo.mark_result(conn, table_id, held=False, at=now)
+        return Decision(table_id, len(events), held=False)
+
+    def _append(
+        self,
+        conn: Connection,
+        table_id: str,
+        events: Sequence[Message],
+        correlation_id: str,
+        causation_id: str,
+        at: datetime,
+    ) -> None:
+        # The decision is the stream's first event: NO_STREAM makes a second one conflict.
+        self.store.append(
+            conn,
+            payout_stream(table_id),
+            NO_STREAM,
+            list(events),
+            correlation_id=correlation_id,
+            causation_id=causation_id,
+            occurred_at=at,
+        )
+
+    def _award(
+        self,
+        conn: Connection,
+        started: registration_events.TournamentStarted,
+        a: Award,
+        source_event_id: str,
+        now: datetime,
+    ) -> payout_events.PrizeAwarded:
+        table_id = started.table_id
+        pool = started.prize_pool.cents
+        repo.add_prize(
+            conn,
+            {
+                "tournament_id": table_id,
+                "place": a.place,
+                "player_id": a.player_id,
+                "entry_id": a.entry_id,
+                "table_id": table_id,
+                "amount_cents": a.amount_cents,
+                "buy_in_cents": started.buy_in.cents,
+                "prize_pool_cents": pool,
+                "multiplier": started.multiplier,
+                "paytable_version": started.paytable_version,
+                "status": "awarded",
+                "wallet_transfer_id": "",
+                "awarded_at": now,
+                "credited_at": None,
+                "transfer_key": prize_transfer_id(table_id, a.player_id, a.place),
+                "seat": a.seat,
+                "tied_count": a.tied_count,
+                "attempts": 0,
+                "last_error": "",
+            },
+        )
+        return payout_events.PrizeAwarded(
+            tournament_id=table_id,
+            table_id=table_id,
+            place=a.place,
+            player_id=a.player_id,
+            entry_id=a.entry_id,
+            amount=usd(a.amount_cents),
+            share_bps=a.amount_cents * 10_000 // pool if pool else 0,
+            tied_count=a.tied_count,
+            multiplier=started.multiplier,
+            paytable_version=started.paytable_version,
+            source_event_id=source_event_id,
+        )
+
+    def decide_pending(self) -> list[Decision]:
+        """Decide results whose start arrived in a concurrent transaction (each consumer saw
+        only its own row)."""
+        with self.engine.connect() as conn:
+            ids = repo.undecided_results(conn)
+        out: list[Decision] = []
+        for table_id in ids:
             with self.engine.begin() as conn:
-                done += self.award_if_ready(conn, tid, correlation_id=tid)
-        return done
+                decision = self.decide(conn, table_id, correlation_id=table_id)
+            if decision is not None:
+                out.append(decision)
+        return out
 
     # ------------------------------------------------------------------ crediting
 
-    def awarded(self, limit: int = 200) -> list[tuple[str, int, str, int, str]]:
-        """(tournament, place, player, amount, transfer key) of prizes not yet credited."""
+    def owed_credits(self, table_id: str | None = None) -> list[repo.OwedCredit]:
+        """Prizes awarded and not yet credited."""
         with self.engine.connect() as conn:
-            rows = conn.execute(
-                select(
-                    t.prizes.c.tournament_id,
-                    t.prizes.c.place,
-                    t.prizes.c.player_id,
-                    t.prizes.c.amount_cents,
-                    t.prizes.c.transfer_key,
-                )
-                .where(t.prizes.c.status == "awarded")
-                .order_by(t.prizes.c.awarded_at, t.prizes.c.tournament_id, t.prizes.c.place)
-                .limit(limit)
-            ).all()
-        return [
-            (r.tournament_id, int(r.place), r.player_id, int(r.amount_cents), r.transfer_key)
-            for r in rows
-        ]
+            return repo.owed_credits(conn, table_id)
 
-    def mark_credited(
-        self,
-        tournament_id: str,
-        place: int,
-        player_id: str,
-        amount: int,
-        key: str,
-        transfer_id: str,
-    ) -> bool:
+    def mark_credited(self, credit: repo.OwedCredit, transfer_id: str) -> bool:
         """awarded → credited with PrizeCredited, once. True when this call did it."""
         now = utc_now()
         with self.engine.begin() as conn:
-            changed = conn.execute(
-                update(t.prizes)
-                .where(
-                    t.prizes.c.tournament_id == tournament_id,
-                    t.prizes.c.place == place,
-                    t.prizes.c.player_id == player_id,
-                    t.prizes.c.status == "awarded",
-                )
-                .values(status="credited", wallet_transfer_id=transfer_id, credited_at=now)
-            ).rowcount
-            if changed != 1:
+            if not repo.mark_credited(
+                conn, credit.table_id, credit.place, credit.player_id, transfer_id, now
+            ):
                 return False
             self.store.append(
                 conn,
-                payout_stream(tournament_id),
+                payout_stream(credit.table_id),
                 ANY,
                 [
                     payout_events.PrizeCredited(
-                        tournament_id=tournament_id,
-                        place=place,
-                        player_id=player_id,
-                        amount=_usd(amount),
+                        tournament_id=credit.table_id,
+                        place=credit.place,
+                        player_id=credit.player_id,
+                        amount=usd(credit.amount_cents),
                         wallet_transfer_id=transfer_id,
-                        idempotency_key=key,
+                        idempotency_key=credit.transfer_key,
                     )
                 ],
-                correlation_id=tournament_id,
-                causation_id=key,
+                correlation_id=credit.table_id,
+                causation_id=credit.transfer_key,
                 occurred_at=now,
             )
             return True
 
-    def note_failure(self, tournament_id: str, place: int, player_id: str, error: str) -> None:
+    def note_failure(self, credit: repo.OwedCredit, error: str) -> None:
+        """Count a failed credit attempt."""
         with self.engine.begin() as conn:
-            conn.execute(
-                update(t.prizes)
-                .where(
-                    t.prizes.c.tournament_id == tournament_id,
-                    t.prizes.c.place == place,
-                    t.prizes.c.player_id == player_id,
-                )
-                .values(attempts=t.prizes.c.attempts + 1, last_error=error[:2000])
-            )
+            repo.note_credit_failure(conn, credit.table_id, credit.place, credit.player_id, error)
+
+
+@dataclass(frozen=True)
+class PrizeCredit:
+    """One owed prize credit (an ``OwedCall``: credits do not block each other)."""
+
+    credit: repo.OwedCredit
+    blocking: bool = False
+
+    @property
+    def op_id(self) -> str:
+        return self.credit.transfer_key
+
+    @property
+    def group(self) -> str:
+        return self.credit.table_id
 
 
 class Crediter:
-    """Credits awarded prizes through the wallet (see module doc); woken by the consumers."""
+    """Credits awarded prizes through the wallet as owed work (module doc); its
+    ``before_pass`` decides results left undecided by concurrent consumers."""
 
     def __init__(
         self,
@@ -369,9 +372,11 @@ class Crediter:
         self.metrics = metrics or PayoutMetrics()
         self.payouts = payouts
         self.wallet = wallet
-        self.interval = interval
-        self.wake = asyncio.Event()
-        self._lock = asyncio.Lock()
+        self.work: OwedWork[PrizeCredit, wallet_pb2.Transfer] = OwedWork(
+            "prize_credit", self, interval=interval
+        )
+        #: Set to make the background loop pass now (after an award).
+        self.wake = self.work.wake
 
     async def credit(
         self, key: str, player_id: str, amount: int, place: int
@@ -382,124 +387,42 @@ class Crediter:
         )
 
     async def run_once(self) -> int:
-        """Credit every awarded prize; the number credited by this pass."""
-        done = 0
-        async with self._lock:
-            await asyncio.to_thread(self.payouts.award_pending)
-            for tid, place, player, amount, key in await asyncio.to_thread(self.payouts.awarded):
-                try:
-                    transfer = await self.credit(key, player, amount, place)
-                except grpc.aio.AioRpcError as err:
-                    log.warning(
-                        "prize_credit.failed",
-                        tournament_id=tid,
-                        player_id=player,
-                        code=err.code().name,
-                        detail=err.details(),
-                    )
-                    await asyncio.to_thread(
-                        self.payouts.note_failure,
-                        tid,
-                        place,
-                        player,
-                        f"{err.code().name}: {err.details()}",
-                    )
-                    continue
-                if await asyncio.to_thread(
-                    self.payouts.mark_credited,
-                    tid,
-                    place,
-                    player,
-                    amount,
-                    key,
-                    transfer.spec.transfer_id or key,
-                ):
-                    done += 1
-                    self.metrics.credited.inc()
-                    self.metrics.credited_cents.inc(amount)
-        return done
+        """One pass; the number of prizes credited by it."""
+        return (await self.work.run_pass()).done
 
     async def run(self, stop: asyncio.Event) -> None:
         """Until ``stop``: a pass whenever woken, and at least every ``interval``."""
-        while not stop.is_set():
-            self.wake.clear()
-            try:
-                await self.run_once()
-            except grpc.aio.AioRpcError as err:  # pragma: no cover - caught per prize
-                log.warning("prize_credit.pass_failed", code=err.code().name)
-            waiters = [asyncio.ensure_future(self.wake.wait()), asyncio.ensure_future(stop.wait())]
-            try:
-                await asyncio.wait(
-                    waiters, timeout=self.interval, return_when=asyncio.FIRST_COMPLETED
-                )
-            finally:
-                for w in waiters:
-                    w.cancel()
+        await self.work.run(stop)
 
+    # ------------------------------------------------------------------ OwedWorkSource
 
-class PayoutConsumers:
-    """The two ConsumerWorkers; each awarding commit wakes the crediter."""
+    def pending(self, group: str | None) -> list[PrizeCredit]:
+        return [PrizeCredit(c) for c in self.payouts.owed_credits(group)]
 
-    def __init__(self, payouts: Payouts, bus: EventBus, on_award: Callable[[], None]) -> None:
-        self._on_award = on_award
-        self._awarded = False
-        self.registration = ConsumerWorker(
-            engine=payouts.engine,
-            bus=bus,
-            consumer=IdempotentConsumer("payout.registration-events"),
-            topics=[REGISTRATION_TOPIC],
-            effect=lambda conn, env: self._note(payouts.on_registration_event(conn, env)),
-        )
-        self.table = ConsumerWorker(
-            engine=payouts.engine,
-            bus=bus,
-            consumer=IdempotentConsumer("payout.table-events"),
-            topics=[TABLE_TOPIC],
-            effect=lambda conn, env: self._note(payouts.on_table_event(conn, env)),
-        )
+    def groups_waiting(self) -> Iterable[str]:
+        return ()
 
-    def _note(self, awarded: bool) -> None:
-        self._awarded = self._awarded or awarded
+    async def perform(self, call: PrizeCredit) -> wallet_pb2.Transfer:
+        c = call.credit
+        return await self.credit(c.transfer_key, c.player_id, c.amount_cents, c.place)
 
-    async def _handle(self, worker: ConsumerWorker, message: ReceivedMessage) -> None:
-        await worker.handle(message)
-        if self._awarded:
-            self._awarded = False
-            self._on_award()
+    def record_done(self, call: PrizeCredit, result: wallet_pb2.Transfer) -> bool:
+        c = call.credit
+        if not self.payouts.mark_credited(c, result.spec.transfer_id or c.transfer_key):
+            return False
+        self.metrics.credited.inc()
+        self.metrics.credited_cents.inc(c.amount_cents)
+        return True
 
-    async def handle_registration(self, message: ReceivedMessage) -> None:
-        """TournamentStarted only; other registration events are skipped unrecorded."""
-        if message.header("event-type") == _STARTED:
-            await self._handle(self.registration, message)
+    def record_failure(self, call: PrizeCredit, error: str) -> None:
+        self.payouts.note_failure(call.credit, error)
 
-    async def handle_table(self, message: ReceivedMessage) -> None:
-        """HandStarted and TournamentFinished only."""
-        if message.header("event-type") in (_HAND, _FINISHED):
-            await self._handle(self.table, message)
+    async def settle(self, group: str) -> None:
+        return None
 
-    async def run(self, stop: asyncio.Event) -> None:
-        """Both subscriptions until ``stop``."""
-        reg, tab = self.registration, self.table
-        tasks = [
-            asyncio.ensure_future(
-                reg.bus.consume(
-                    reg.topics,
-                    group_id=reg.group_id,
-                    handler=self.handle_registration,
-                    stop=stop,
-                )
-            ),
-            asyncio.ensure_future(
-                tab.bus.consume(
-                    tab.topics, group_id=tab.group_id, handler=self.handle_table, stop=stop
-                )
-            ),
-        ]
-        try:
-            await asyncio.gather(*tasks)
-        finally:
-            for task in tasks:
-                task.cancel()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+    async def before_pass(self) -> None:
+        for decision in await asyncio.to_thread(self.payouts.decide_pending):
+            self.metrics.decided(decision.held)
+
+    async def after_pass(self) -> None:
+        return None

@@ -8,6 +8,8 @@ from typing import Any
 
 from electric.common.v1 import pagination_pb2, tournament_pb2
 from electric.registration.v1 import registration_pb2, registration_pb2_grpc
+from electric_clients.convert import timestamp, usd
+from electric_domain import lobby
 from electric_domain.tournament import TournamentConfig
 from electric_platform import Role, correlation_id, current_principal, require_player
 from electric_platform.errors import InvalidArgument, PermissionDenied
@@ -15,7 +17,7 @@ from electric_platform.paging import next_page_token, page_window
 from google.protobuf.timestamp_pb2 import Timestamp
 from sqlalchemy import Engine
 
-from electric_registration.handlers import usd
+from electric_registration.errors import service_error
 from electric_registration.notify import Notifier
 from electric_registration.registrar import Registrar
 from electric_registration.store import repo
@@ -54,8 +56,6 @@ def _player_for(requested: str) -> str:
 
 
 def _entry(e: repo.EntryRow) -> registration_pb2.Entry:
-    at = Timestamp()
-    at.FromDatetime(e.registered_at)
     return registration_pb2.Entry(
         entry_id=e.entry_id,
         player_id=e.player_id,
@@ -65,7 +65,7 @@ def _entry(e: repo.EntryRow) -> registration_pb2.Entry:
         buy_in=usd(e.buy_in_cents),
         status=_ENTRY_STATUS.get(e.status, registration_pb2.ENTRY_STATUS_UNSPECIFIED),
         wallet_transfer_id=e.wallet_transfer_id,
-        registered_at=at,
+        registered_at=timestamp(e.registered_at),
     )
 
 
@@ -230,13 +230,20 @@ class RegistrationApi(registration_pb2_grpc.RegistrationServiceServicer):
             raise InvalidArgument(f"player_id is required for role {principal.role.value!r}")
         if not request.tier_id:
             raise InvalidArgument("tier_id is required (see ListLobby)")
-        entries, replayed = await self._registrar.register(
-            player_id=player,
-            request_id=request.request_id,
-            tier_id=request.tier_id,
-            entries=request.entries,
-            correlation_id=correlation_id(),
-        )
+        if not request.request_id:
+            raise InvalidArgument("request_id is required (a client-chosen idempotency key)")
+        if len(request.request_id) > 200:
+            raise InvalidArgument("request_id is longer than 200 characters")
+        try:
+            entries, replayed = await self._registrar.register(
+                player_id=player,
+                request_id=request.request_id,
+                tier_id=request.tier_id,
+                entries=request.entries,
+                correlation_id=correlation_id(),
+            )
+        except lobby.LobbyError as err:
+            raise service_error(err) from err
         return registration_pb2.RegisterResponse(
             entries=[_entry(e) for e in entries], replayed=replayed
         )
@@ -260,12 +267,17 @@ class RegistrationApi(registration_pb2_grpc.RegistrationServiceServicer):
                 raise InvalidArgument("player_id is required with table_id for this role")
         else:
             raise PermissionDenied(f"role {principal.role.value!r} may not unregister entries")
-        entry = await self._registrar.unregister(
-            entry_id=request.entry_id,
-            table_id=request.table_id,
-            player_id=player,
-            may_act_for=may_act_for,
-            request_id=request.request_id,
-            correlation_id=correlation_id(),
-        )
+        if not request.entry_id and not request.table_id:
+            raise InvalidArgument("entry_id or table_id is required")
+        try:
+            entry = await self._registrar.unregister(
+                entry_id=request.entry_id,
+                table_id=request.table_id,
+                player_id=player,
+                may_act_for=may_act_for,
+                request_id=request.request_id,
+                correlation_id=correlation_id(),
+            )
+        except lobby.LobbyError as err:
+            raise service_error(err) from err
         return registration_pb2.UnregisterResponse(entry=_entry(entry))

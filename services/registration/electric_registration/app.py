@@ -9,12 +9,12 @@ from __future__ import annotations
 import asyncio
 
 from electric.registration.v1 import registration_pb2, registration_pb2_grpc
+from electric_clients.wallet import WalletClient
 from electric_domain.tournament import TournamentConfig, default_config
 from electric_platform.auth import TokenSource
 from electric_platform.eventmetrics import watch_consumers
 from electric_platform.eventpath import open_event_path
 from electric_platform.server import ServiceHost
-from electric_wallet.client import WalletClient
 
 from electric_registration.api import RegistrationApi
 from electric_registration.consumers import SOURCE_TOPIC, TableStatusConsumer
@@ -56,7 +56,9 @@ async def setup(host: ServiceHost, *, config: TournamentConfig | None = None) ->
     host.add_background("wallet-work", lambda: work.run(host.stopping), restart=True)
     consumer = TableStatusConsumer(path.engine, path.bus, notifier.notify)
     watch_consumers(host, consumer.worker)
-    host.add_background("table-status-consumer", lambda: consumer.run(host.stopping), restart=True)
+    host.add_background(
+        "table-status-consumer", lambda: consumer.worker.run(host.stopping), restart=True
+    )
     host.add_service(
         registration_pb2.DESCRIPTOR.services_by_name["RegistrationService"],
         registration_pb2_grpc.add_RegistrationServiceServicer_to_server,

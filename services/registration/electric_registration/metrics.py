@@ -21,19 +21,19 @@ rules' thresholds are checked against the constants below by the tests).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
+from electric_domain.lobby import tier_id_for
 from electric_domain.tournament import TournamentConfig
 from prometheus_client import CollectorRegistry, Counter, Gauge
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Connection, Engine
 
-from electric_registration.handlers import tier_id_for
-from electric_registration.store import tables as t
+from electric_registration.store import repo
 
 #: Every status a registration table can have (always reported, 0 when none).
-TABLE_STATUSES = ("registering", "filled", "running", "finished", "cancelled")
+TABLE_STATUSES = repo.TABLE_STATUSES
 
 
 #: |z| above which a multiplier's observed frequency is a significant deviation.
@@ -128,18 +128,15 @@ class RegistrationMetrics:
             registry=self._registry,
         )
 
-        def count(table: object, *where: object) -> float:
+        def count(query: Callable[[Connection], int]) -> float:
             try:
                 with engine.connect() as conn:
-                    q = select(func.count()).select_from(table).where(*where)  # type: ignore[arg-type]
-                    return float(conn.execute(q).scalar_one())
+                    return float(query(conn))
             except Exception:
                 return float("nan")
 
-        pending.set_function(lambda: count(t.wallet_ops, t.wallet_ops.c.status == "pending"))
-        unfinished.set_function(
-            lambda: count(t.requests, t.requests.c.status.in_(("reserving", "voiding")))
-        )
+        pending.set_function(lambda: count(repo.pending_wallet_ops))
+        unfinished.set_function(lambda: count(repo.unfinished_attempts))
         if self._registry is not None:
             self._registry.register(TableStatusCollector(engine))
 
@@ -156,14 +153,11 @@ class TableStatusCollector(Collector):
             "Sit-and-go tables per lifecycle status.",
             labels=["status"],
         )
-        counts = dict.fromkeys(TABLE_STATUSES, 0.0)
         try:
             with self.engine.connect() as conn:
-                q = select(t.tables.c.status, func.count()).group_by(t.tables.c.status)
-                for status, n in conn.execute(q):
-                    counts[str(status)] = float(n)
+                counts = {s: float(n) for s, n in repo.tables_by_status(conn).items()}
         except Exception:
-            counts = dict.fromkeys(counts, float("nan"))
+            counts = dict.fromkeys(TABLE_STATUSES, float("nan"))
         for status, n in counts.items():
             family.add_metric([status], n)
         yield family

@@ -22,18 +22,12 @@ from collections.abc import Callable
 from datetime import timedelta
 
 import grpc
-from electric.common.v1 import errors_pb2
+from electric_clients.wallet import WalletClient, insufficient_funds
+from electric_domain import lobby
 from electric_domain.tournament import TournamentConfig
 from electric_eventlog import ConcurrencyError, EventStore
-from electric_platform.errors import (
-    Aborted,
-    FailedPrecondition,
-    InvalidArgument,
-    ServiceError,
-    Unavailable,
-)
+from electric_platform.errors import Aborted, ServiceError, Unavailable
 from electric_platform.log import get_logger
-from electric_wallet.client import WalletClient, insufficient_funds
 from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
 
@@ -47,17 +41,6 @@ log = get_logger("electric.registration.registrar")
 _SEAT_ATTEMPTS = 5
 #: How long a retry waits for an earlier call of the same request to finish.
 IN_FLIGHT_WAIT = 30.0
-
-
-def _bad_entries(n: int) -> InvalidArgument:
-    return InvalidArgument(
-        f"entries must be between 1 and {handlers.MAX_ENTRIES}, got {n}",
-        detail=errors_pb2.BadRequest(
-            field_violations=[
-                errors_pb2.FieldViolation(field="entries", description=f"1..{handlers.MAX_ENTRIES}")
-            ]
-        ),
-    )
 
 
 def _wallet_error(err: grpc.aio.AioRpcError, what: str) -> ServiceError:
@@ -96,13 +79,9 @@ class Registrar:
     async def register(
         self, *, player_id: str, request_id: str, tier_id: str, entries: int, correlation_id: str
     ) -> tuple[list[repo.EntryRow], bool]:
-        """Buy ``entries`` seats; returns the entries and whether this was a replay."""
-        if not request_id:
-            raise InvalidArgument("request_id is required (a client-chosen idempotency key)")
-        if len(request_id) > 200:
-            raise InvalidArgument("request_id is longer than 200 characters")
-        if not 1 <= entries <= handlers.MAX_ENTRIES:
-            raise _bad_entries(entries)
+        """Buy ``entries`` seats; returns the entries and whether this was a replay.
+        Refusals are the lobby's typed errors (``electric_domain.lobby.errors``)."""
+        lobby.check_entry_count(entries)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + IN_FLIGHT_WAIT
         while True:
@@ -195,15 +174,13 @@ class Registrar:
         required: int,
         entries: int,
         attempt: handlers.Attempt,
-    ) -> FailedPrecondition:
-        return FailedPrecondition(
-            f"insufficient funds: {entries} × {attempt.tier.name} needs {required} cents, "
-            f"player {player_id!r} has {available} available; nothing was reserved",
-            detail=errors_pb2.InsufficientFunds(
-                account_id=f"player:{player_id}:cash",
-                available=handlers.usd(available),
-                required=handlers.usd(required),
-            ),
+    ) -> lobby.InsufficientFunds:
+        return lobby.InsufficientFunds(
+            player_id,
+            available=available,
+            required=required,
+            entries=entries,
+            tier_name=attempt.tier.name,
         )
 
     async def _reserve(self, attempt: handlers.Attempt, player_id: str, entries: int) -> None:
@@ -279,9 +256,7 @@ class Registrar:
         correlation_id: str,
     ) -> repo.EntryRow:
         """Withdraw an entry and void its reservation (retried by WalletWork if the wallet
-        does not answer now)."""
-        if not entry_id and not table_id:
-            raise InvalidArgument("entry_id or table_id is required")
+        does not answer now). ``entry_id`` or ``table_id`` names it."""
         for n in range(1, _SEAT_ATTEMPTS + 1):
             try:
                 done = await asyncio.to_thread(

@@ -1,34 +1,37 @@
-"""Wallet work owed by committed decisions, carried out idempotently and retried until done.
+"""Wallet work owed by committed decisions, carried out as owed work (one shared runner,
+``electric_platform.owed_work``), and the sweep of abandoned Register attempts.
 
 ``registration_wallet_ops`` rows are written in the same transaction as the decision that
 owes them (a filled table owes, per entry, ``post buyin-<entry>``, ``move rake-<entry>``
 escrow → house rake and ``move net-<entry>`` escrow → prize reserve; an unregistered entry
-owes ``void buyin-<entry>``). Every call carries its transfer id as idempotency key, so doing
-an op twice (a crash after the wallet answered but before the row was marked done, two
-workers) is one transfer. The ops of a table run in ``seq`` order (the post before the moves
-out of the escrow); once all of a filled table's ops are done, TournamentStarted is
-appended (``handlers.start_if_paid``).
+owes ``void buyin-<entry>``: ``electric_domain.lobby.settlement``). Every call carries its
+transfer id as idempotency key, so doing an op twice is one transfer. The ops of a table run
+in ``seq`` order (a failed post or move stops the table's later ops; a failed void does
+not); once all of a filled table's ops are done, TournamentStarted is appended
+(``handlers.start_if_paid``).
 
-The same worker also sweeps Register attempts that never reached their seating transaction
-(a crash between the reservations and the seats, or an abandoned insufficient-funds
-rollback): it voids every reservation key of such an attempt, then marks it failed.
+Each pass also sweeps Register attempts that never reached their seating transaction (a
+crash between the reservations and the seats, or an abandoned insufficient-funds rollback):
+it voids every reservation key of such an attempt, then marks it failed.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import timedelta
 
 import grpc
+from electric.wallet.v1 import wallet_pb2
+from electric_clients.wallet import WalletClient
 from electric_eventlog import EventStore, utc_now
 from electric_platform.log import get_logger
-from electric_wallet.client import WalletClient
-from sqlalchemy import Engine, select, update
+from electric_platform.owed_work import OwedWork, describe_error
+from sqlalchemy import Engine
 
 from electric_registration import handlers
-from electric_registration.store import tables as t
+from electric_registration.store import seating, wallet_ops
 
 log = get_logger("electric.registration.wallet_work")
 
@@ -36,8 +39,28 @@ log = get_logger("electric.registration.wallet_work")
 STALE_ATTEMPT = timedelta(seconds=120)
 
 
+@dataclass(frozen=True)
+class WalletCall:
+    """One owed wallet op (an ``OwedCall``: grouped by table)."""
+
+    op: wallet_ops.OwedOp
+
+    @property
+    def op_id(self) -> str:
+        return self.op.op_id
+
+    @property
+    def group(self) -> str:
+        return self.op.table_id
+
+    @property
+    def blocking(self) -> bool:
+        # Nothing may leave the escrow before the buy-in is posted; a void is independent.
+        return self.op.kind != "void"
+
+
 class WalletWork:
-    """Runs owed wallet ops and sweeps abandoned Register attempts."""
+    """Runs owed wallet ops (as an ``OwedWorkSource``) and sweeps abandoned attempts."""
 
     def __init__(
         self,
@@ -47,154 +70,101 @@ class WalletWork:
         *,
         notify: Callable[[set[str]], None] = lambda _players: None,
         stale_after: timedelta = STALE_ATTEMPT,
+        interval: float = 1.0,
     ) -> None:
         self.engine = engine
         self.store = store
         self.wallet = wallet
         self.notify = notify
         self.stale_after = stale_after
-        self._locks: dict[str, asyncio.Lock] = {}
-
-    # ------------------------------------------------------------------ ops
-
-    def _pending(self, table_id: str | None) -> list[tuple[str, ...]]:
-        with self.engine.connect() as conn:
-            q = select(
-                t.wallet_ops.c.op_id,
-                t.wallet_ops.c.table_id,
-                t.wallet_ops.c.kind,
-                t.wallet_ops.c.transfer_id,
-                t.wallet_ops.c.from_account,
-                t.wallet_ops.c.to_account,
-                t.wallet_ops.c.amount_cents,
-                t.wallet_ops.c.code,
-            ).where(t.wallet_ops.c.status == "pending")
-            if table_id is not None:
-                q = q.where(t.wallet_ops.c.table_id == table_id)
-            rows = conn.execute(q.order_by(t.wallet_ops.c.table_id, t.wallet_ops.c.seq)).all()
-        return [tuple(str(v) for v in r) for r in rows]
-
-    def _filled_tables(self) -> list[str]:
-        with self.engine.connect() as conn:
-            return list(
-                conn.execute(
-                    select(t.tables.c.table_id).where(
-                        t.tables.c.tournament_started.is_not(None), t.tables.c.started_at.is_(None)
-                    )
-                ).scalars()
-            )
-
-    def _mark(self, op_id: str, *, done: bool, error: str = "") -> None:
-        with self.engine.begin() as conn:
-            values: dict[str, object] = {"attempts": t.wallet_ops.c.attempts + 1}
-            if done:
-                values.update(status="done", done_at=utc_now())
-            else:
-                values["last_error"] = error[:2000]
-            conn.execute(update(t.wallet_ops).where(t.wallet_ops.c.op_id == op_id).values(values))
-
-    async def _do(
-        self, kind: str, transfer_id: str, src: str, dst: str, amount: int, code: str
-    ) -> None:
-        if kind == "post":
-            await self.wallet.post(transfer_id)
-        elif kind == "move":
-            await self.wallet.move(transfer_id, src, dst, amount, code=code)
-        elif kind == "void":
-            try:
-                await self.wallet.void(transfer_id, reason=code)
-            except grpc.aio.AioRpcError as err:
-                if err.code() != grpc.StatusCode.NOT_FOUND:  # never reserved: nothing to void
-                    raise
-        else:  # pragma: no cover - rows are written by handlers only
-            raise ValueError(f"unknown wallet op kind {kind!r}")
+        self.work: OwedWork[WalletCall, wallet_pb2.Transfer | None] = OwedWork(
+            "wallet_op", self, interval=interval
+        )
 
     async def run_table(self, table_id: str) -> bool:
         """Do the pending ops of one table in order; start its tournament when paid.
-        True when nothing is left pending."""
-        lock = self._locks.setdefault(table_id, asyncio.Lock())
-        async with lock:
-            ok = True
-            for op_id, _table, kind, transfer_id, src, dst, amount, code in await asyncio.to_thread(
-                self._pending, table_id
-            ):
-                try:
-                    await self._do(kind, transfer_id, src, dst, int(amount), code)
-                except grpc.aio.AioRpcError as err:
-                    ok = False
-                    log.warning(
-                        "wallet_op.failed",
-                        op_id=op_id,
-                        code=err.code().name,
-                        detail=err.details(),
-                    )
-                    await asyncio.to_thread(
-                        self._mark, op_id, done=False, error=f"{err.code().name}: {err.details()}"
-                    )
-                    if kind != "void":
-                        break  # keep the order: nothing after a failed post/move
-                    continue
-                await asyncio.to_thread(self._mark, op_id, done=True)
-            players = await asyncio.to_thread(
-                handlers.start_if_paid, self.engine, self.store, table_id, correlation_id=table_id
-            )
-            if players:
-                self.notify(players)
-        if len(self._locks) > 1000:  # forget idle locks of old tables
-            for key in [k for k, v in self._locks.items() if not v.locked()]:
-                self._locks.pop(key, None)
-        return ok
+        True when nothing failed."""
+        return (await self.work.run_group(table_id)).ok
 
     async def run_pending(self) -> None:
-        """One pass over every table with pending ops or waiting to start."""
-        tables = {row[1] for row in await asyncio.to_thread(self._pending, None)}
-        tables.update(await asyncio.to_thread(self._filled_tables))
-        for table_id in sorted(tables):
-            await self.run_table(table_id)
+        """One pass: every table with pending ops or waiting to start, then the sweep."""
+        await self.work.run_pass()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Background loop until ``stop``."""
+        await self.work.run(stop)
+
+    # ------------------------------------------------------------------ OwedWorkSource
+
+    def pending(self, group: str | None) -> list[WalletCall]:
+        with self.engine.connect() as conn:
+            return [WalletCall(op) for op in wallet_ops.pending(conn, group)]
+
+    def groups_waiting(self) -> Iterable[str]:
+        with self.engine.connect() as conn:
+            return seating.filled_not_started(conn)
+
+    async def perform(self, call: WalletCall) -> wallet_pb2.Transfer | None:
+        op = call.op
+        if op.kind == "post":
+            return await self.wallet.post(op.transfer_id)
+        if op.kind == "move":
+            return await self.wallet.move(
+                op.transfer_id, op.from_account, op.to_account, op.amount_cents, code=op.code
+            )
+        if op.kind == "void":
+            return await self._void(op.transfer_id, op.code)
+        raise ValueError(f"unknown wallet op kind {op.kind!r}")  # pragma: no cover
+
+    async def _void(self, transfer_id: str, reason: str) -> wallet_pb2.Transfer | None:
+        try:
+            return await self.wallet.void(transfer_id, reason=reason)
+        except grpc.aio.AioRpcError as err:
+            if err.code() != grpc.StatusCode.NOT_FOUND:  # never reserved: nothing to void
+                raise
+            return None
+
+    def record_done(self, call: WalletCall, result: wallet_pb2.Transfer | None) -> bool:
+        with self.engine.begin() as conn:
+            wallet_ops.mark(conn, call.op_id, done=True, error="", at=utc_now())
+        return True
+
+    def record_failure(self, call: WalletCall, error: str) -> None:
+        with self.engine.begin() as conn:
+            wallet_ops.mark(conn, call.op_id, done=False, error=error, at=utc_now())
+
+    async def settle(self, group: str) -> None:
+        players = await asyncio.to_thread(
+            handlers.start_if_paid, self.engine, self.store, group, correlation_id=group
+        )
+        if players:
+            self.notify(players)
+
+    async def before_pass(self) -> None:
+        return None
+
+    async def after_pass(self) -> None:
+        await self.sweep()
 
     # ------------------------------------------------------------------ abandoned attempts
-
-    def _abandoned(self) -> list[tuple[str, int, int]]:
-        cutoff = utc_now() - self.stale_after
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                select(t.requests.c.request_key, t.requests.c.attempt, t.requests.c.entries).where(
-                    (t.requests.c.status == "voiding")
-                    | ((t.requests.c.status == "reserving") & (t.requests.c.updated_at < cutoff))
-                )
-            ).all()
-        return [(r.request_key, int(r.attempt), int(r.entries)) for r in rows]
 
     async def void_attempt(self, key: str, attempt: int, entries: int) -> None:
         """Void every reservation an attempt may have made, then mark it failed."""
         for entry_id in handlers.entry_ids_for(key, attempt, entries):
-            try:
-                await self.wallet.void(handlers.buyin_transfer_id(entry_id), reason="rollback")
-            except grpc.aio.AioRpcError as err:
-                if err.code() != grpc.StatusCode.NOT_FOUND:
-                    raise
+            await self._void(handlers.buyin_transfer_id(entry_id), "rollback")
         await asyncio.to_thread(handlers.end_attempt, self.engine, key, attempt, status="failed")
 
     async def sweep(self) -> None:
         """Roll back abandoned Register attempts (see module doc)."""
-        for key, attempt, entries in await asyncio.to_thread(self._abandoned):
+        for a in await asyncio.to_thread(
+            handlers.abandoned_attempts, self.engine, self.stale_after
+        ):
             # Claim it first: a slow in-flight twin then finds it no longer ``reserving``
             # and does not seat (it voids its own reservations instead).
             await asyncio.to_thread(
-                handlers.end_attempt, self.engine, key, attempt, status="voiding"
+                handlers.end_attempt, self.engine, a.key, a.attempt, status="voiding"
             )
             try:
-                await self.void_attempt(key, attempt, entries)
+                await self.void_attempt(a.key, a.attempt, a.entries)
             except grpc.aio.AioRpcError as err:
-                log.warning("attempt_rollback.failed", request_key=key, code=err.code().name)
-
-    async def run(self, stop: asyncio.Event, interval: float = 1.0) -> None:
-        """Background loop: pending ops and sweeps until ``stop``."""
-        while not stop.is_set():
-            try:
-                await self.run_pending()
-                await self.sweep()
-            except grpc.aio.AioRpcError as err:
-                log.warning("wallet_work.pass_failed", code=err.code().name)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=interval)
+                log.warning("attempt_rollback.failed", request_key=a.key, error=describe_error(err))

@@ -1,10 +1,12 @@
-"""gRPC servicer of TableService: protobuf in/out, auth and error mapping.
+"""gRPC servicer of TableService: authentication, protobuf → command, result → protobuf,
+error mapping. What happens to a command is decided in `handlers` and the domain.
 
 Command rules (docs/table-service.md): the caller must hold a seat (PERMISSION_DENIED
 otherwise, also when ``seat`` names another seat); ``request_id`` is required and
 de-duplicated per (table, player); a command quoting another hand / action sequence than the
 current one is FAILED_PRECONDITION with a ``StaleCommand`` detail; bad amounts are
-INVALID_ARGUMENT; what the rules forbid is FAILED_PRECONDITION with the engine's reason.
+INVALID_ARGUMENT; what the rules forbid is FAILED_PRECONDITION with the engine's reason
+(the domain's refusals map to statuses by type, see `errors`).
 """
 
 from __future__ import annotations
@@ -13,13 +15,13 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-import grpc
 from electric.common.v1 import errors_pb2
 from electric.table.v1 import table_pb2, table_pb2_grpc
 from electric_domain.tournament import (
     Act,
     ClearPreAction,
     Command,
+    Rejected,
     SelectPreAction,
     SitIn,
     SitOut,
@@ -29,54 +31,18 @@ from electric_platform import (
     InvalidArgument,
     NotFound,
     PermissionDenied,
-    ServiceError,
     correlation_id,
     current_principal,
 )
 from electric_platform.auth import Role
-from sqlalchemy import Engine
 
-from electric_table import mapping
-from electric_table.runtime import RequestKey, TableManager, TableRuntime
+from electric_table.errors import service_error
+from electric_table.handlers import RequestKey, TableHandlers
+from electric_table.mapping import MOVE_FROM_PROTO, PRE_ACTION_FROM_PROTO
+from electric_table.runtime import TableManager, TableRuntime
 from electric_table.store import repo
-from electric_table.views import build_view
-
-_STATUS = {
-    "starting": table_pb2.TABLE_STATUS_STARTING,
-    "invalid": table_pb2.TABLE_STATUS_STARTING,
-    "running": table_pb2.TABLE_STATUS_RUNNING,
-    "finished": table_pb2.TABLE_STATUS_FINISHED,
-}
-
-_MOVES = {
-    table_pb2.ACTION_TYPE_FOLD: "fold",
-    table_pb2.ACTION_TYPE_CHECK: "check",
-    table_pb2.ACTION_TYPE_CALL: "call",
-    table_pb2.ACTION_TYPE_BET: "raise_to",
-    table_pb2.ACTION_TYPE_RAISE: "raise_to",
-    table_pb2.ACTION_TYPE_ALL_IN: "all_in",
-}
-
-
-def _row_view(row: repo.TableRow, caller: str) -> table_pb2.TableView:
-    """View of a table that has no playable tournament (read model only)."""
-    your_seat = next((s.seat for s in row.seats if s.player_id == caller), 0)
-    return table_pb2.TableView(
-        table_id=row.table_id,
-        table_name=row.table_name,
-        status=_STATUS.get(row.status, table_pb2.TABLE_STATUS_UNSPECIFIED),
-        version=row.stream_version,
-        seats=[
-            table_pb2.SeatView(
-                seat=s.seat, player_id=s.player_id, display_name=s.display_name, stack=s.stack
-            )
-            for s in row.seats
-        ],
-        your_seat=your_seat,
-        multiplier=row.multiplier,
-        prize_pool=mapping.usd(row.prize_pool_cents),
-        buy_in=mapping.usd(row.buy_in_cents),
-    )
+from electric_table.tableinfo import CommandKind, RequestContext
+from electric_table.views import build_view, row_view
 
 
 def _not_found(table_id: str) -> NotFound:
@@ -90,16 +56,17 @@ def _not_found(table_id: str) -> NotFound:
 class TableApi(table_pb2_grpc.TableServiceServicer):
     """TableService over the live tables of a `TableManager`."""
 
-    def __init__(self, engine: Engine, stopping: asyncio.Event, manager: TableManager) -> None:
-        self._engine = engine
+    def __init__(
+        self, handlers: TableHandlers, stopping: asyncio.Event, manager: TableManager
+    ) -> None:
+        self._handlers = handlers
         self._stopping = stopping
         self._manager = manager
 
     # ------------------------------------------------------------------ queries
 
     def _read(self, table_id: str) -> repo.TableRow | None:
-        with self._engine.connect() as conn:
-            return repo.get_table(conn, table_id)
+        return self._handlers.read_row(table_id)
 
     async def _find(self, table_id: str) -> TableRuntime | repo.TableRow:
         if not table_id:
@@ -118,7 +85,7 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
             # in flight; views show only what is stored.
             async with found.lock:
                 return build_view(found, caller, self._manager.now_for(found))
-        return _row_view(found, caller)
+        return row_view(found, caller)
 
     async def GetTable(
         self, request: table_pb2.GetTableRequest, context: Any
@@ -148,7 +115,7 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
                     found = await self._find(table_id)
                     if isinstance(found, TableRuntime):
                         break
-                    yield table_pb2.WatchTableResponse(table=_row_view(found, caller))
+                    yield table_pb2.WatchTableResponse(table=row_view(found, caller))
                     if not await self._next_change(changed, stop_wait):
                         return
                 rt = found
@@ -187,7 +154,7 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
         seat_no: int,
         check: Callable[[TableRuntime], None],
         build: Callable[[TableRuntime, int, int], Command],
-        kind: str,
+        kind: CommandKind,
     ) -> table_pb2.TableView:
         principal = current_principal()
         found = await self._find(table_id)
@@ -209,59 +176,46 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
             raise InvalidArgument("request_id is required (idempotency key)")
         if len(request_id) > 200:
             raise InvalidArgument("request_id is longer than 200 characters")
-        key = RequestKey(principal.subject, request_id, rpc)
-        async with rt.lock:
-            prior = await asyncio.to_thread(self._prior, rt.table_id, key)
-            if prior is not None:
-                if prior.rpc != rpc:
-                    raise InvalidArgument(
-                        f"request_id {request_id!r} was already used for {prior.rpc}"
-                    )
-                if prior.code != "OK":
-                    raise ServiceError(prior.message, code=grpc.StatusCode[prior.code])
-                return build_view(rt, principal.subject, self._manager.now_for(rt))
-            await self._manager.catch_up(rt)
-            try:
-                check(rt)
-            except ServiceError as err:
-                await self._manager.persist(rt, [], request=key, error=err)
-                raise
-            cmd = build(rt, seat, self._manager.now_for(rt))
-            ctx = mapping.RequestContext(request_id=request_id, seat=seat, kind=kind)
-            await self._manager.apply(
-                rt, cmd, ctx=ctx, request=key, correlation_id=correlation_id()
+        try:
+            await self._handlers.player_command(
+                rt,
+                RequestKey(principal.subject, request_id, rpc),
+                check=check,
+                build=lambda rt, at: build(rt, seat, at),
+                ctx=RequestContext(request_id=request_id, seat=seat, kind=kind),
+                correlation_id=correlation_id(),
             )
+        except Rejected as refusal:
+            raise service_error(refusal) from refusal
+        async with rt.lock:
             return build_view(rt, principal.subject, self._manager.now_for(rt))
-
-    def _prior(self, table_id: str, key: RequestKey) -> repo.RequestRow | None:
-        with self._engine.connect() as conn:
-            return repo.get_request(conn, table_id, key.player_id, key.request_id)
 
     @staticmethod
     def _stale(rt: TableRuntime, hand: int, seq: int | None) -> None:
-        proj = rt.projector
-        if hand != proj.hand_no or (seq is not None and seq != proj.next_action_seq):
+        st = rt.tournament.state
+        if hand != st.hand_no or (seq is not None and seq != st.next_action_seq):
             raise FailedPrecondition(
                 f"stale command: it answers hand {hand}"
                 + (f" action {seq}" if seq is not None else "")
-                + f" but the table is at hand {proj.hand_no} action {proj.next_action_seq}",
+                + f" but the table is at hand {st.hand_no} action {st.next_action_seq}",
                 detail=errors_pb2.StaleCommand(
                     requested_hand_number=hand,
                     requested_action_seq=seq or 0,
-                    current_hand_number=proj.hand_no,
-                    current_action_seq=proj.next_action_seq,
+                    current_hand_number=st.hand_no,
+                    current_action_seq=st.next_action_seq,
                 ),
             )
 
     async def Act(self, request: table_pb2.ActRequest, context: Any) -> table_pb2.ActResponse:
         """A betting decision for the caller's seat."""
-        move = _MOVES.get(request.action)
+        move = MOVE_FROM_PROTO.get(request.action)
         if move is None:
-            raise InvalidArgument(f"action must be one of {sorted(_MOVES.values())}")
+            raise InvalidArgument(
+                f"action must be one of {sorted(m.value for m in MOVE_FROM_PROTO.values())}"
+            )
         if request.amount < 0:
             raise InvalidArgument(f"amount must not be negative, got {request.amount}")
-        raise_to = move == "raise_to"
-        if raise_to and request.amount <= 0:
+        if move.takes_amount and request.amount <= 0:
             raise InvalidArgument("BET and RAISE need amount: the total street bet after it")
 
         def check(rt: TableRuntime) -> None:
@@ -269,7 +223,7 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
             seat = rt.seat_of(current_principal().subject)
             assert seat is not None
             legal = rt.tournament.legal_actions(seat)
-            if raise_to and legal is not None and legal.min_raise_to is not None:
+            if move.takes_amount and legal is not None and legal.min_raise_to is not None:
                 lo, hi = legal.min_raise_to, legal.max_raise_to or legal.min_raise_to
                 if not lo <= request.amount <= hi:
                     raise InvalidArgument(
@@ -284,9 +238,9 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
             seat_no=request.seat,
             check=check,
             build=lambda rt, seat, at: Act(
-                seat=seat, move=move, at=at, amount=request.amount if raise_to else 0
+                seat=seat, move=move, at=at, amount=request.amount if move.takes_amount else 0
             ),
-            kind="act",
+            kind=CommandKind.ACT,
         )
         return table_pb2.ActResponse(table=view)
 
@@ -294,7 +248,7 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
         self, request: table_pb2.SetPreActionRequest, context: Any
     ) -> table_pb2.SetPreActionResponse:
         """Select a pre-turn action for the caller's seat."""
-        pre = mapping.PRE_ACTION_FROM_PROTO.get(request.pre_action)
+        pre = PRE_ACTION_FROM_PROTO.get(request.pre_action)
         if pre is None:
             raise InvalidArgument("pre_action is required")
         view = await self._command(
@@ -304,7 +258,7 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
             seat_no=request.seat,
             check=lambda rt: self._stale(rt, request.hand_number, request.action_seq),
             build=lambda rt, seat, at: SelectPreAction(seat=seat, action=pre, at=at),
-            kind="pre_action",
+            kind=CommandKind.PRE_ACTION,
         )
         return table_pb2.SetPreActionResponse(table=view)
 
@@ -319,7 +273,7 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
             seat_no=request.seat,
             check=lambda rt: self._stale(rt, request.hand_number, None),
             build=lambda rt, seat, at: ClearPreAction(seat=seat, at=at),
-            kind="clear_pre_action",
+            kind=CommandKind.CLEAR_PRE_ACTION,
         )
         return table_pb2.ClearPreActionResponse(table=view)
 
@@ -334,7 +288,7 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
             seat_no=request.seat,
             check=lambda rt: None,
             build=lambda rt, seat, at: SitOut(seat=seat, at=at),
-            kind="sit_out",
+            kind=CommandKind.SIT_OUT,
         )
         return table_pb2.SitOutResponse(table=view)
 
@@ -347,6 +301,6 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
             seat_no=request.seat,
             check=lambda rt: None,
             build=lambda rt, seat, at: SitIn(seat=seat, at=at),
-            kind="sit_in",
+            kind=CommandKind.SIT_IN,
         )
         return table_pb2.SitInResponse(table=view)

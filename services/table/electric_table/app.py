@@ -1,4 +1,10 @@
-"""Composition root of the table service: config → store → event path → tables → API."""
+"""Composition root of the table service: config → event path → tables → consumers → API.
+
+The event path (database, event store, outbox relay, bus) comes from
+`electric_platform.eventpath.open_event_path`, like every service; then the live tables
+(`runtime`), their application service (`handlers`) and real-time driver (`driver`), the
+registration subscription (`consumers`, on the shared ConsumerWorker) and the servicer.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +17,11 @@ from electric_platform.eventpath import open_event_path
 from electric_platform.server import ServiceHost
 
 from electric_table.api import TableApi
-from electric_table.consumers import SOURCE_TOPIC, run_tournament_consumer, tournament_worker
+from electric_table.consumers import SOURCE_TOPIC, tournament_worker
+from electric_table.driver import TableDriver
+from electric_table.handlers import DEFAULT_HAND_PAUSE_MS, HAND_PAUSE_ENV, TableHandlers
 from electric_table.metrics import TableMetrics
-from electric_table.runtime import DEFAULT_HAND_PAUSE_MS, HAND_PAUSE_ENV, TableManager
+from electric_table.runtime import TableManager
 from electric_table.store.tables import VERSIONS_DIR, metadata
 
 SERVICE = "table"
@@ -49,9 +57,12 @@ def make_setup(*, pause_ms: int | None = None) -> Callable[[ServiceHost], Awaita
             path.engine,
             path.store,
             stopping=host.stopping,
-            hand_pause_ms=hand_pause_ms() if pause_ms is None else pause_ms,
             metrics=TableMetrics(host.metrics.registry),
         )
+        handlers = TableHandlers(
+            manager, hand_pause_ms=hand_pause_ms() if pause_ms is None else pause_ms
+        )
+        manager.start_driver = TableDriver(manager, handlers).start
         MANAGERS[id(host)] = manager
         resumed = await manager.recover()
         host.log.info("table.recovered", tables=resumed)
@@ -62,18 +73,18 @@ def make_setup(*, pause_ms: int | None = None) -> Callable[[ServiceHost], Awaita
 
         host.on_shutdown(close)
         worker = tournament_worker(
-            path.engine, path.bus, path.store, group_id=os.environ.get(CONSUMER_GROUP_ENV, "")
+            path.engine,
+            path.bus,
+            path.store,
+            manager,
+            group_id=os.environ.get(CONSUMER_GROUP_ENV, ""),
         )
         watch_consumers(host, worker)
-        host.add_background(
-            "tournament-consumer",
-            lambda: run_tournament_consumer(worker, host.stopping, manager),
-            restart=True,
-        )
+        host.add_background("tournament-consumer", lambda: worker.run(host.stopping), restart=True)
         host.add_service(
             table_pb2.DESCRIPTOR.services_by_name["TableService"],
             table_pb2_grpc.add_TableServiceServicer_to_server,
-            TableApi(path.engine, host.stopping, manager),
+            TableApi(handlers, host.stopping, manager),
         )
 
     return setup_with

@@ -1,25 +1,24 @@
-"""Subscriptions of the table service (idempotent: applied-record and effect in one tx).
+"""Subscriptions of the table service, as typed handlers on the shared `ConsumerWorker`.
 
-``table.tournaments`` on ``electric.registration.events``:
+``table.tournaments`` on ``electric.registration.events`` (idempotent: the applied-record
+and the effect in one transaction; other event types are passed over unrecorded):
 
 * TableFilled → remember the revealed multiplier seed (``table_multiplier_seeds``).
-* TournamentStarted → start the tournament aggregate (`Tournament.start` with the revealed
-  multiplier seed and the seats of the event) and append its first events to
-  ``table-<id>`` — TableStarted (carrying the domain TournamentStarted) and LevelAdvanced —
-  plus the read model, exactly once even on redelivery (the consumer's applied-record is in
-  the same transaction, and the stream must not exist yet). The seed is the event's
-  ``multiplier_seed``, else the one TableFilled revealed.
+* TournamentStarted → start the tournament aggregate with the multiplier (and first
+  button) registration drew — the table does not draw them again — and append its first
+  events to ``table-<id>`` (TableStarted carrying the domain TournamentStarted, then
+  LevelAdvanced) plus the read model, exactly once even on redelivery (the stream must not
+  exist yet). The seed recorded with it is the event's ``multiplier_seed``, else the one
+  TableFilled revealed. After the commit the table's runtime is loaded (its driver deals).
   A TournamentStarted that cannot be played (no revealed seed, wrong number of seats, an
-  unknown buy-in, a multiplier that disagrees with the seed) still creates the table
-  (TableStarted without a domain record) so GetTable answers, and logs an error; no hands
-  are dealt there.
+  unknown buy-in or multiplier) still creates the table (TableStarted without a domain
+  record) so GetTable answers, and logs an error; no hands are dealt there.
 
-Other event types on that topic are skipped without being recorded.
+The table id is the identity: registration's ``tournament_id`` equals it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from datetime import UTC
@@ -28,6 +27,7 @@ from electric.common.v1 import tournament_pb2
 from electric.eventlog.v1.envelope_pb2 import Envelope
 from electric.registration.v1 import events_pb2 as registration_events
 from electric.table.v1 import events_pb2 as table_events
+from electric_clients import convert
 from electric_domain.tournament import Rejected, Tournament, TournamentConfig
 from electric_eventlog import (
     NO_STREAM,
@@ -35,52 +35,45 @@ from electric_eventlog import (
     EventBus,
     EventStore,
     IdempotentConsumer,
-    ReceivedMessage,
-    decode_envelope,
     topic_for,
 )
+from electric_eventlog.consumer import AfterCommit
 from sqlalchemy import Connection, Engine
 
 from electric_table import mapping
 from electric_table.runtime import TableManager, config_for, table_stream
 from electric_table.store import repo
+from electric_table.tableinfo import SeatInfo, TableInfo
 
 log = logging.getLogger(__name__)
 
 CONSUMER_NAME = "table.tournaments"
 SOURCE_TOPIC = topic_for("registration")
-TOURNAMENT_STARTED = registration_events.TournamentStarted.DESCRIPTOR.full_name
-TABLE_FILLED = registration_events.TableFilled.DESCRIPTOR.full_name
-HANDLED_TYPES = {TOURNAMENT_STARTED.encode(), TABLE_FILLED.encode()}
 
 
-def _seed_of(conn: Connection, started: registration_events.TournamentStarted) -> str:
-    if started.multiplier_seed:
-        return started.multiplier_seed
-    return repo.get_multiplier_seed(conn, started.table_id or started.tournament_id) or ""
+def on_table_filled(
+    conn: Connection, envelope: Envelope, filled: registration_events.TableFilled
+) -> None:
+    """Remember the multiplier seed TableFilled reveals (TournamentStarted may lack it)."""
+    if filled.multiplier_seed:
+        repo.put_multiplier_seed(conn, filled.table_id, filled.multiplier_seed, filled.multiplier)
 
 
-def start_table(store: EventStore, conn: Connection, envelope: Envelope) -> None:
-    """Effect for TableFilled / TournamentStarted (see the module doc)."""
-    filled = registration_events.TableFilled()
-    if envelope.payload.Unpack(filled):
-        if filled.multiplier_seed:
-            repo.put_multiplier_seed(
-                conn, filled.table_id, filled.multiplier_seed, filled.multiplier
-            )
-        return
-    started = registration_events.TournamentStarted()
-    if not envelope.payload.Unpack(started):
-        return  # another type: nothing to do
-    table_id = started.table_id or started.tournament_id
-    action_timer_ms = started.action_timer.ToMilliseconds()
+def start_table(
+    store: EventStore,
+    conn: Connection,
+    envelope: Envelope,
+    started: registration_events.TournamentStarted,
+) -> str:
+    """Create the table of ``started`` (see the module doc); returns its id."""
+    table_id = started.table_id
     level_ms = (
         started.level_duration.ToMilliseconds()
         if started.HasField("level_duration")
         else (started.levels[0].duration.ToMilliseconds() if started.levels else 0)
     )
     cfg = config_for(
-        action_timer_ms=action_timer_ms,
+        action_timer_ms=started.action_timer.ToMilliseconds(),
         time_bank_ms=(
             started.time_bank.ToMilliseconds() if started.HasField("time_bank") else 10_000
         ),
@@ -88,12 +81,10 @@ def start_table(store: EventStore, conn: Connection, envelope: Envelope) -> None
         starting_stack=started.starting_stack,
     )
     seats = sorted(started.seats, key=lambda s: s.seat)
-    info = mapping.TableInfo(
+    info = TableInfo(
         table_id=table_id,
         table_name=started.table_name,
-        seats=tuple(
-            mapping.SeatInfo(s.seat, s.player_id, s.entry_id, s.display_name) for s in seats
-        ),
+        seats=tuple(SeatInfo(s.seat, s.player_id, s.entry_id, s.display_name) for s in seats),
         action_timer_ms=cfg.action_timer_ms,
         source_event_id=envelope.event_id,
     )
@@ -133,15 +124,29 @@ def start_table(store: EventStore, conn: Connection, envelope: Envelope) -> None
     )
     if problem:
         repo.update_table(
-            conn, table_id, stream_version=stored[-1].stream_version, status="invalid"
+            conn,
+            table_id,
+            stream_version=stored[-1].stream_version,
+            status=repo.TableStatus.INVALID,
         )
+    return table_id
+
+
+def _first_button(started: registration_events.TournamentStarted, info: TableInfo) -> int | None:
+    """The domain seat of registration's first button (None when it did not say)."""
+    if not started.first_button_seat:
+        return None
+    for i, s in enumerate(info.seats):
+        if s.seat == started.first_button_seat:
+            return i
+    return -1  # not a seat of this table: the domain refuses it
 
 
 def _tournament_events(
     conn: Connection,
     started: registration_events.TournamentStarted,
     cfg: TournamentConfig,
-    info: mapping.TableInfo,
+    info: TableInfo,
 ) -> tuple[list[table_events.TableStarted | table_events.LevelAdvanced], str]:
     """The first events of the table (and a problem when it cannot be played)."""
     fallback = table_events.TableStarted(
@@ -158,30 +163,26 @@ def _tournament_events(
         source_event_id=info.source_event_id,
         first_button_seat=min((s.seat for s in started.seats), default=1),
     )
-    seed_hex = _seed_of(conn, started)
+    seed_hex = started.multiplier_seed or repo.get_multiplier_seed(conn, info.table_id) or ""
     if not seed_hex:
         return [fallback], "no revealed multiplier seed (TournamentStarted nor TableFilled)"
     try:
-        seed = bytes.fromhex(seed_hex)
         t = Tournament.start(
             cfg,
             tournament_id=info.table_id,
             players=tuple(s.player_id for s in info.seats),
             buy_in_cents=started.buy_in.cents,
-            multiplier_seed=seed,
+            multiplier_seed=bytes.fromhex(seed_hex),
+            multiplier=started.multiplier,
+            first_button=_first_button(started, info),
             at=time.time_ns() // 1_000_000,
         )
     except (ValueError, Rejected) as exc:
         return [fallback], f"tournament rejected: {exc}"
-    if t.state.multiplier != started.multiplier:
-        return [fallback], (
-            f"multiplier {started.multiplier} of TournamentStarted disagrees with the seed's "
-            f"draw {t.state.multiplier}"
-        )
-    proj = mapping.Projector(info)
     mapped = mapping.to_protos(
         list(t.history),
-        proj,
+        info,
+        [],
         level_ms=cfg.level_duration_ms,
         multiplier=t.state.multiplier,
         prize_pool_cents=t.state.prize_pool_cents,
@@ -202,7 +203,7 @@ def _tournament_events(
                 small_blind=lv.small_blind,
                 big_blind=lv.big_blind,
                 ante=lv.ante,
-                duration=mapping.ms_duration(cfg.level_duration_ms),
+                duration=convert.ms_duration(cfg.level_duration_ms),
             )
             for i, lv in enumerate(cfg.blind_levels[: t.state.levels])
         )
@@ -210,33 +211,32 @@ def _tournament_events(
 
 
 def tournament_worker(
-    engine: Engine, bus: EventBus, store: EventStore, *, group_id: str | None = None
+    engine: Engine,
+    bus: EventBus,
+    store: EventStore,
+    manager: TableManager | None = None,
+    *,
+    group_id: str | None = None,
 ) -> ConsumerWorker:
-    """The ConsumerWorker applying TournamentStarted exactly once (Kafka consumer group
-    ``group_id``, default the consumer name ``table.tournaments``)."""
-    return ConsumerWorker(
+    """The ConsumerWorker of ``table.tournaments`` (Kafka consumer group ``group_id``,
+    default the consumer name); after a TournamentStarted commits, ``manager`` loads the
+    table. Run it with ``worker.run(stop)``."""
+    worker = ConsumerWorker(
         engine=engine,
         bus=bus,
         consumer=IdempotentConsumer(CONSUMER_NAME),
         topics=[SOURCE_TOPIC],
-        effect=lambda conn, env: start_table(store, conn, env),
         group_id=group_id or None,
     )
 
+    def on_started(
+        conn: Connection, envelope: Envelope, started: registration_events.TournamentStarted
+    ) -> AfterCommit | None:
+        table_id = start_table(store, conn, envelope, started)
+        if manager is None:
+            return None
+        return lambda: manager.load_soon(table_id)
 
-async def run_tournament_consumer(
-    worker: ConsumerWorker, stop: asyncio.Event, manager: TableManager | None = None
-) -> None:
-    """Consume the registration topic; after a TournamentStarted, load the table's runtime."""
-
-    async def handle(message: ReceivedMessage) -> None:
-        event_type = message.header("event-type")
-        if event_type not in HANDLED_TYPES:
-            return
-        await worker.handle(message)
-        if manager is not None and event_type == TOURNAMENT_STARTED.encode():
-            started = registration_events.TournamentStarted()
-            if decode_envelope(message).payload.Unpack(started):
-                await manager.load(started.table_id or started.tournament_id)
-
-    await worker.bus.consume(worker.topics, group_id=worker.group_id, handler=handle, stop=stop)
+    worker.on(registration_events.TableFilled, on_table_filled)
+    worker.on(registration_events.TournamentStarted, on_started)
+    return worker

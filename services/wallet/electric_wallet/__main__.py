@@ -3,15 +3,15 @@
 Configuration from the environment (``electric_platform.config``): gRPC port 50053, metrics
 9103, ``DATABASE_URL`` (PostgreSQL or SQLite; default a SQLite file under the var dir),
 ``KAFKA_BOOTSTRAP_SERVERS`` (when set, the outbox relay publishes the wallet's events to
-``electric.wallet.events``; when unset events stay in the outbox until a relay or the
-embedded runner's in-process bus picks them up).
+``electric.wallet.events``; when unset they go to the process's in-process bus, like every
+service's: see :func:`electric_platform.eventpath.open_event_path`).
 """
 
 from __future__ import annotations
 
 from electric_platform.server import main
 
-from .service import setup
+from electric_wallet.app import setup
 
 
 def run() -> None:

@@ -1,5 +1,6 @@
-"""gRPC servicer of ``electric.wallet.v1.WalletService``: protobuf in/out, roles, error
-mapping — nothing else. The work happens in :class:`.handlers.Wallet` (run in a thread).
+"""gRPC servicer of ``electric.wallet.v1.WalletService``: roles, proto → command, result →
+proto, error mapping by error type — nothing else. The work happens in
+:class:`.handlers.Wallet` (run in a thread).
 
 Every ledger rejection becomes a precise status with a detail in the standard
 ``grpc-status-details-bin`` trailer (see :mod:`electric_platform.errors`):
@@ -27,7 +28,8 @@ from typing import Any, ParamSpec, TypeVar
 
 import grpc
 from electric.common.v1 import errors_pb2, money_pb2
-from electric.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from electric.wallet.v1 import ledger_pb2, wallet_pb2, wallet_pb2_grpc
+from electric_clients import convert
 from electric_platform import errors as perr
 from electric_platform.auth import Role, current_principal, require_player, require_role
 
@@ -40,6 +42,64 @@ T = TypeVar("T")
 
 READERS = (Role.SERVICE, Role.OPERATOR, Role.AUDITOR)
 MOVERS = (Role.SERVICE, Role.OPERATOR)
+
+# --------------------------------------------------------------------------- result -> proto
+
+
+def transfer_to_pb(t: d.Transfer) -> wallet_pb2.Transfer:
+    return wallet_pb2.Transfer(
+        spec=codec.spec_to_pb(t.request),
+        state=ledger_pb2.TransferState.ValueType(int(t.state)),
+        legs=codec.legs_to_pb(t.legs),
+        posted_legs=codec.legs_to_pb(t.posted_legs),
+        posted_amount=t.posted_amount,
+        created_at=convert.timestamp(t.created_at),
+        resolved_at=convert.timestamp_or_none(t.resolved_at),
+    )
+
+
+def account_to_pb(a: d.Account) -> wallet_pb2.Account:
+    return wallet_pb2.Account(
+        account_id=a.account_id,
+        kind=ledger_pb2.AccountKind.ValueType(int(a.kind)),
+        player_id=a.player_id,
+        posted=a.posted,
+        reserved=a.reserved,
+        incoming=a.incoming,
+        available=a.available,
+    )
+
+
+def balance_to_pb(player_id: str, b: dict[str, int]) -> wallet_pb2.Balance:
+    return wallet_pb2.Balance(
+        player_id=player_id,
+        balance=b["balance"],
+        cash=b["cash"],
+        playable_bonus=b["playable_bonus"],
+        pending_bonus=b["pending_bonus"],
+        reserved=b["reserved"],
+    )
+
+
+def add_entry(response: wallet_pb2.ListTransactionsResponse, e: d.Entry) -> None:
+    """Append statement line ``e`` to ``response``."""
+    response.entries.add(
+        entry_id=e.entry_id,
+        transfer_id=e.transfer_id,
+        account_id=e.account_id,
+        account_kind=int(e.account_kind),
+        entry_type=e.entry_type,
+        amount=e.amount,
+        posted_after=e.posted_after,
+        available_after=e.available_after,
+        code=e.code,
+        memo=e.memo,
+        occurred_at=convert.timestamp(e.occurred_at),
+    )
+
+
+# --------------------------------------------------------------------------- errors
+
 
 _REASONS: dict[type[d.WalletError], tuple[type[perr.ServiceError], int]] = {
     d.TransferStateError: (perr.FailedPrecondition, errors_pb2.ERROR_REASON_WRONG_STATE),
@@ -113,7 +173,7 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
         self.wallet = wallet
 
     async def _balance(self, player_id: str) -> wallet_pb2.Balance:
-        return codec.balance_to_pb(player_id, await _call(self.wallet.balance, player_id))
+        return balance_to_pb(player_id, await _call(self.wallet.balance, player_id))
 
     @_rpc
     async def GetBalance(
@@ -129,7 +189,7 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
     ) -> wallet_pb2.GetAccountResponse:
         require_role(*READERS)
         account = await _call(self.wallet.account, request.account_id)
-        return wallet_pb2.GetAccountResponse(account=codec.account_to_pb(account))
+        return wallet_pb2.GetAccountResponse(account=account_to_pb(account))
 
     @_rpc
     async def ListTransactions(
@@ -151,19 +211,7 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
         response = wallet_pb2.ListTransactionsResponse()
         response.page.next_page_token = token
         for e in entries:
-            pb = response.entries.add(
-                entry_id=e.entry_id,
-                transfer_id=e.transfer_id,
-                account_id=e.account_id,
-                account_kind=int(e.account_kind),
-                entry_type=e.entry_type,
-                amount=e.amount,
-                posted_after=e.posted_after,
-                available_after=e.available_after,
-                code=e.code,
-                memo=e.memo,
-            )
-            pb.occurred_at.FromDatetime(e.occurred_at)
+            add_entry(response, e)
         return response
 
     @_rpc
@@ -174,7 +222,7 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
         require_player(player_id, also=MOVERS)
         balance, opened = await _call(self.wallet.open_player, player_id)
         return wallet_pb2.OpenPlayerAccountsResponse(
-            balance=codec.balance_to_pb(player_id, balance), opened=opened
+            balance=balance_to_pb(player_id, balance), opened=opened
         )
 
     @_rpc
@@ -186,7 +234,7 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
             raise d.InvalidArgument("spec is required")
         result = await _call(self.wallet.create_transfer, codec.spec_from_pb(request.spec))
         return wallet_pb2.CreateTransferResponse(
-            transfer=codec.transfer_to_pb(result.transfer), replayed=result.replayed
+            transfer=transfer_to_pb(result.transfer), replayed=result.replayed
         )
 
     @_rpc
@@ -198,7 +246,7 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
             raise d.InvalidArgument("amount must not be negative (0 posts the whole amount)")
         result = await _call(self.wallet.post_transfer, request.transfer_id, request.amount or None)
         return wallet_pb2.PostTransferResponse(
-            transfer=codec.transfer_to_pb(result.transfer), replayed=result.replayed
+            transfer=transfer_to_pb(result.transfer), replayed=result.replayed
         )
 
     @_rpc
@@ -208,7 +256,7 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
         require_role(*MOVERS)
         result = await _call(self.wallet.void_transfer, request.transfer_id, request.reason)
         return wallet_pb2.VoidTransferResponse(
-            transfer=codec.transfer_to_pb(result.transfer), replayed=result.replayed
+            transfer=transfer_to_pb(result.transfer), replayed=result.replayed
         )
 
     @_rpc
@@ -217,7 +265,7 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
     ) -> wallet_pb2.GetTransferResponse:
         require_role(*READERS)
         t = await _call(self.wallet.transfer, request.transfer_id)
-        return wallet_pb2.GetTransferResponse(transfer=codec.transfer_to_pb(t))
+        return wallet_pb2.GetTransferResponse(transfer=transfer_to_pb(t))
 
     @_rpc
     async def Deposit(
@@ -232,7 +280,7 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
             request.memo,
         )
         return wallet_pb2.DepositResponse(
-            transfer=codec.transfer_to_pb(result.transfer),
+            transfer=transfer_to_pb(result.transfer),
             balance=await self._balance(request.player_id),
             replayed=result.replayed,
         )
@@ -250,7 +298,7 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
             request.memo,
         )
         return wallet_pb2.WithdrawResponse(
-            transfer=codec.transfer_to_pb(result.transfer),
+            transfer=transfer_to_pb(result.transfer),
             balance=await self._balance(request.player_id),
             replayed=result.replayed,
         )
@@ -273,7 +321,7 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
             request.reason,
         )
         return wallet_pb2.AdjustResponse(
-            transfer=codec.transfer_to_pb(result.transfer),
+            transfer=transfer_to_pb(result.transfer),
             balance=await self._balance(request.player_id),
             replayed=result.replayed,
         )

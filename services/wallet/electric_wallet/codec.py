@@ -1,12 +1,16 @@
-"""Conversions between the pure ledger (``domain``) and the protobuf messages of
-``electric.wallet.v1`` (events and API). No I/O."""
+"""The wire form of the ledger's facts: domain events and transfer specs ↔ the protobuf
+messages of ``electric.wallet.v1`` (``events.proto``, ``ledger.proto``), and the stream each
+event is appended to. Used to append (handlers), to fold the log back (store projections)
+and to keep a transfer's spec byte-for-byte (store rows). No I/O.
+
+The API's response messages are built in :mod:`.api`."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 
-from electric.wallet.v1 import events_pb2, ledger_pb2, wallet_pb2
+from electric.wallet.v1 import events_pb2, ledger_pb2
 from google.protobuf.message import Message
 
 from . import domain as d
@@ -18,11 +22,6 @@ EVENT_TYPES = (
     events_pb2.TransferVoided,
 )
 EVENT_TYPE_NAMES = frozenset(t.DESCRIPTOR.full_name for t in EVENT_TYPES)
-
-
-def utc(moment: datetime) -> datetime:
-    """An aware UTC datetime (SQLite hands back naive ones, written as UTC)."""
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 # --------------------------------------------------------------------------- pieces
@@ -128,7 +127,7 @@ def event_to_pb(event: d.Event) -> Message:
 
 def event_from_pb(payload: Message, occurred_at: datetime) -> d.Event:
     """The domain event of a stored payload (one of :data:`EVENT_TYPES`)."""
-    at = utc(occurred_at)
+    at = d.utc(occurred_at)
     if isinstance(payload, events_pb2.AccountOpened):
         return d.AccountOpened(
             payload.account_id, d.AccountKind(payload.kind), payload.player_id, at
@@ -157,43 +156,3 @@ def stream_of(event: d.Event) -> str:
     if isinstance(event, d.TransferVoided):
         return f"wallet-transfer-{event.transfer_id}"
     return f"wallet-transfer-{event.request.transfer_id}"
-
-
-# --------------------------------------------------------------------------- API views
-
-
-def transfer_to_pb(t: d.Transfer) -> wallet_pb2.Transfer:
-    pb = wallet_pb2.Transfer(
-        spec=spec_to_pb(t.request),
-        state=ledger_pb2.TransferState.ValueType(int(t.state)),
-        legs=legs_to_pb(t.legs),
-        posted_legs=legs_to_pb(t.posted_legs),
-        posted_amount=t.posted_amount,
-    )
-    pb.created_at.FromDatetime(utc(t.created_at))
-    if t.resolved_at is not None:
-        pb.resolved_at.FromDatetime(utc(t.resolved_at))
-    return pb
-
-
-def account_to_pb(a: d.Account) -> wallet_pb2.Account:
-    return wallet_pb2.Account(
-        account_id=a.account_id,
-        kind=ledger_pb2.AccountKind.ValueType(int(a.kind)),
-        player_id=a.player_id,
-        posted=a.posted,
-        reserved=a.reserved,
-        incoming=a.incoming,
-        available=a.available,
-    )
-
-
-def balance_to_pb(player_id: str, b: dict[str, int]) -> wallet_pb2.Balance:
-    return wallet_pb2.Balance(
-        player_id=player_id,
-        balance=b["balance"],
-        cash=b["cash"],
-        playable_bonus=b["playable_bonus"],
-        pending_bonus=b["pending_bonus"],
-        reserved=b["reserved"],
-    )

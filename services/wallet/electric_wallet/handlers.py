@@ -2,10 +2,15 @@
 events and update the projections in ONE database transaction.
 
 Synchronous and thread-safe (the gRPC layer calls it through ``asyncio.to_thread``). Every
-command is retried on a lost race — :class:`electric_eventlog.ConcurrencyError`, a unique
-violation from a concurrent insert, a PostgreSQL deadlock or serialisation failure — from a
-fresh read; a retry of an already applied command then finds it and returns the original
-result. After ``max_attempts`` lost races the command fails with :class:`Aborted`.
+command is retried (tenacity) on a lost race — :class:`electric_eventlog.ConcurrencyError`,
+a unique violation from a concurrent insert, a PostgreSQL deadlock or serialisation
+failure — from a fresh read; a retry of an already applied command then finds it and
+returns the original result. After ``max_attempts`` lost races the command fails with
+:class:`Aborted`.
+
+Reads and writes go through :mod:`.store`; the decisions are the pure ledger's
+(:mod:`.domain`). Posting commands report their result to ``observe`` after commit (the
+money-flow counters of :mod:`.metrics`).
 """
 
 from __future__ import annotations
@@ -14,18 +19,19 @@ import base64
 import copy
 import json
 import random
-import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from electric_clients.accounts import PROMOTIONS
 from electric_eventlog.engine import read_only
 from electric_eventlog.errors import ConcurrencyError
 from electric_eventlog.store import EventStore
 from electric_platform.context import correlation_id, request_id
-from sqlalchemy import Connection, Engine, select
+from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import IntegrityError, OperationalError
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 from . import codec, store
 from . import domain as d
@@ -39,8 +45,6 @@ MAX_PAGE = 500
 
 class Aborted(d.WalletError):
     """Concurrent writers kept winning; the caller may retry the same call (ABORTED)."""
-
-    code = "ABORTED"
 
 
 def utc_now() -> datetime:
@@ -56,12 +60,19 @@ class Result:
 
 
 def _retryable(exc: BaseException) -> bool:
+    """A lost race: the same command from a fresh read may succeed."""
     if isinstance(exc, ConcurrencyError | IntegrityError):
         return True
     if isinstance(exc, OperationalError):
         code = getattr(exc.orig, "sqlstate", None)
         return code in ("40001", "40P01") or "database is locked" in str(exc)
     return False
+
+
+def _backoff(state: RetryCallState) -> float:
+    """A short random pause, growing with the attempt number: spreads the retries of
+    writers that collided."""
+    return random.uniform(0, 0.002 * state.attempt_number)
 
 
 class Wallet:
@@ -74,11 +85,14 @@ class Wallet:
         *,
         clock: Callable[[], datetime] = utc_now,
         max_attempts: int = 30,
+        observe: Callable[[Result], None] | None = None,
     ) -> None:
         self.engine = engine
         self.events = events
         self.clock = clock
         self.max_attempts = max_attempts
+        #: Told the result of every posting command after it committed (flow metrics).
+        self.observe = observe
         #: Lost races that were retried (for tests and metrics).
         self.retries = 0
 
@@ -93,38 +107,53 @@ class Wallet:
         resolves: str = "",
     ) -> R:
         tids = tuple(transfer_ids)
-        for attempt in range(1, self.max_attempts + 1):
-            try:
-                with self.engine.begin() as conn:
-                    # A post/void locks the accounts of the transfer it resolves: in one
-                    # round trip on PostgreSQL, else read the transfer then lock.
-                    found = store.load_for_resolution(conn, resolves, tids) if resolves else None
-                    ledger = (
-                        found
-                        if found is not None
-                        else store.load(conn, account_ids(conn), tids, lock=True)
-                    )
-                    before = copy.deepcopy(ledger)
-                    result, events = decide(ledger, self.clock())
-                    if events:
-                        # Projections first, the append last: the event store's global
-                        # position lock is then held only for the append and the commit.
-                        # On PostgreSQL the projection write is pipelined: it reaches the
-                        # server in the same round trip as the store's position allocation.
-                        with store.pipeline(conn) as pipelined:
-                            store.save(conn, before, events, queue=pipelined)
-                            self._append(conn, events)
-                    return result
-            except Exception as exc:
-                if not _retryable(exc) or attempt == self.max_attempts:
-                    if _retryable(exc):
-                        raise Aborted(
-                            f"gave up after {attempt} concurrent conflicts; retry: {exc}"
-                        ) from exc
-                    raise
-                self.retries += 1
-                time.sleep(random.uniform(0, 0.002 * attempt))
-        raise AssertionError("unreachable")  # pragma: no cover
+
+        def attempt() -> R:
+            with self.engine.begin() as conn:
+                # A post/void locks the accounts of the transfer it resolves: in one
+                # round trip on PostgreSQL, else read the transfer then lock.
+                found = store.load_for_resolution(conn, resolves, tids) if resolves else None
+                ledger = (
+                    found
+                    if found is not None
+                    else store.load(conn, account_ids(conn), tids, lock=True)
+                )
+                before = copy.deepcopy(ledger)
+                result, events = decide(ledger, self.clock())
+                if events:
+                    # Projections first, the append last: the event store's global
+                    # position lock is then held only for the append and the commit.
+                    # On PostgreSQL the projection write is pipelined: it reaches the
+                    # server in the same round trip as the store's position allocation.
+                    with store.pipeline(conn) as pipelined:
+                        store.save(conn, before, events, queue=pipelined)
+                        self._append(conn, events)
+                return result
+
+        # One retry state per call: commands run in several threads at once.
+        retrying = Retrying(
+            retry=retry_if_exception(_retryable),
+            stop=stop_after_attempt(self.max_attempts),
+            wait=_backoff,
+            before_sleep=self._count_retry,
+            reraise=True,
+        )
+        try:
+            return retrying(attempt)
+        except Exception as exc:
+            if _retryable(exc):
+                raise Aborted(
+                    f"gave up after {self.max_attempts} concurrent conflicts; retry: {exc}"
+                ) from exc
+            raise
+
+    def _count_retry(self, state: RetryCallState) -> None:
+        self.retries += 1
+
+    def _observed(self, result: Result) -> Result:
+        if self.observe is not None:
+            self.observe(result)
+        return result
 
     def _append(self, conn: Connection, events: Sequence[d.Event]) -> None:
         """Append each event to its stream: creations expect a new stream, resolutions of
@@ -185,8 +214,8 @@ class Wallet:
             t, events = ledger.create_transfer(req, now)
             return Result(t, not events), events
 
-        return self._command(
-            lambda _c: d.request_account_ids(req), [req.transfer_id, *stake], decide
+        return self._observed(
+            self._command(lambda _c: d.request_account_ids(req), [req.transfer_id, *stake], decide)
         )
 
     def _resolve(
@@ -213,8 +242,10 @@ class Wallet:
         """Post a pending transfer (all of it, or ``amount`` <= the pending amount)."""
         if amount is not None:
             d.check_amount(amount)
-        return self._resolve(
-            transfer_id, lambda ledger, now: ledger.post_transfer(transfer_id, amount, now)
+        return self._observed(
+            self._resolve(
+                transfer_id, lambda ledger, now: ledger.post_transfer(transfer_id, amount, now)
+            )
         )
 
     def void_transfer(self, transfer_id: str, reason: str = "") -> Result:
@@ -227,7 +258,7 @@ class Wallet:
         """Credit a player's cash from ``operator:cash_in``, opening the player if needed."""
         req = d.TransferRequest(
             transfer_id,
-            d.AccountSide("operator:cash_in"),
+            d.AccountSide(d.CASH_IN),
             d.AccountSide(d.player_account_id(player_id, d.AccountKind.PLAYER_CASH)),
             amount,
             code="deposit",
@@ -243,8 +274,8 @@ class Wallet:
             t, events = ledger.create_transfer(req, now)
             return Result(t, not events), opened + events
 
-        ids = (*d.player_account_ids(player_id), "operator:cash_in")
-        return self._command(lambda _c: ids, [transfer_id], decide)
+        ids = (*d.player_account_ids(player_id), d.CASH_IN)
+        return self._observed(self._command(lambda _c: ids, [transfer_id], decide))
 
     def withdraw(self, transfer_id: str, player_id: str, amount: int, memo: str = "") -> Result:
         """Debit a player's cash to ``operator:cash_out``."""
@@ -254,7 +285,7 @@ class Wallet:
             d.TransferRequest(
                 transfer_id,
                 d.AccountSide(d.player_account_id(player_id, d.AccountKind.PLAYER_CASH)),
-                d.AccountSide("operator:cash_out"),
+                d.AccountSide(d.CASH_OUT),
                 amount,
                 code="withdrawal",
                 memo=memo,
@@ -274,9 +305,7 @@ class Wallet:
             raise d.InvalidArgument("reason is required for an adjustment")
         if amount == 0:
             raise d.InvalidArgument("amount must not be 0")
-        counter = (
-            "operator:adjustments" if kind is d.AccountKind.PLAYER_CASH else "house:promotions"
-        )
+        counter = d.ADJUSTMENTS if kind is d.AccountKind.PLAYER_CASH else PROMOTIONS
         player = d.AccountSide(d.player_account_id(player_id, kind))
         house = d.AccountSide(counter)
         debit, credit = (house, player) if amount > 0 else (player, house)
@@ -322,7 +351,7 @@ class Wallet:
         account_id: str = "",
         page_size: int = 0,
         page_token: str = "",
-    ) -> tuple[list[store.Entry], str]:
+    ) -> tuple[list[d.Entry], str]:
         """Entries of a player's accounts or of one account, newest first, one page; the
         second value is the token of the next page ("" when none)."""
         if bool(player_id) == bool(account_id):
@@ -336,18 +365,13 @@ class Wallet:
         size = page_size or DEFAULT_PAGE
         scope = f"p:{player_id}" if player_id else f"a:{account_id}"
         before = _decode_token(page_token, scope) if page_token else None
-        e = store.entries
-        query = select(e).order_by(e.c.entry_id.desc()).limit(size + 1)
-        query = query.where(
-            e.c.player_id == player_id if player_id else e.c.account_id == account_id
-        )
-        if before is not None:
-            query = query.where(e.c.entry_id < before)
         with self._read() as conn:
             ids = d.player_account_ids(player_id) if player_id else (account_id,)
             if not store.load(conn, ids).accounts:
                 raise d.NotFound(f"no such {'player' if player_id else 'account'} wallet")
-            rows = [store.entry_from_row(r) for r in conn.execute(query)]
+            rows = store.statement_page(
+                conn, player_id=player_id, account_id=account_id, before=before, limit=size + 1
+            )
         more = len(rows) > size
         rows = rows[:size]
         token = _encode_token(rows[-1].entry_id, scope) if more and rows else ""

@@ -1,5 +1,21 @@
-"""Prometheus view of the money: read from the projections at scrape time (never stale,
-no bookkeeping in the write path).
+"""The wallet's Prometheus metrics.
+
+Money-flow counters, fed by :class:`.handlers.Wallet` after each posting command committed
+(:class:`WalletFlowMetrics` is its ``observe``):
+
+- ``electric_wallet_posted_cents_total{code, debit, credit}`` (counter): cents of the posted
+  legs, by transfer code and by the kinds of the debit and credit accounts (``player_cash``,
+  ``house_rake``, ``prize_reserve``, ``tournament_escrow``, ``operator_cash_in`` …);
+- ``electric_wallet_posted_transfers_total{code}`` (counter): transfers posted.
+
+A transfer counts once, when it is posted: a single-phase transfer when it is created, a
+two-phase one when its pending reservation is posted (only the posted amount; pending and
+voided transfers move no money). Replays of a command (same transfer id) count nothing.
+Labels are bounded: account kinds are an enum, and codes outside :data:`KNOWN_CODES` are
+reported as ``other`` (codes are client-chosen strings).
+
+Balances, read from the projections at scrape time (never stale, no bookkeeping in the
+write path) by :class:`WalletCollector`:
 
 * ``electric_wallet_account_posted_cents{account_id,kind}`` — every house/operator account
   (rake, prize reserve, escrow, bankroll, promotions, cash-in/out, adjustments).
@@ -12,20 +28,72 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
-from sqlalchemy import func, select
+from sqlalchemy import Engine
 
 from . import domain as d
 from . import store
-from .handlers import Wallet
+from .handlers import Result
+
+#: Transfer codes the platform uses (registration, payout, casino games, operators).
+KNOWN_CODES = frozenset(
+    {
+        "adjustment",
+        "buy_in",
+        "deposit",
+        "prize",
+        "prize_reserve",
+        "rake",
+        "refund",
+        "transfer",
+        "wager",
+        "winnings",
+        "withdrawal",
+    }
+)
+
+
+def kind_name(account_id: str) -> str:
+    """Lower-case account kind of ``account_id`` (``unknown`` if malformed)."""
+    parsed = d.parse_account_id(account_id)
+    return parsed[0].name.lower() if parsed else "unknown"
+
+
+class WalletFlowMetrics:
+    """The flow counters, in a service's registry."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.cents = Counter(
+            "electric_wallet_posted_cents_total",
+            "Cents moved by posted transfers, by code and debit/credit account kind.",
+            ["code", "debit", "credit"],
+            registry=registry,
+        )
+        self.transfers = Counter(
+            "electric_wallet_posted_transfers_total",
+            "Transfers posted, by code.",
+            ["code"],
+            registry=registry,
+        )
+
+    def observe(self, result: Result) -> None:
+        """Count ``result`` if the command just posted its transfer."""
+        t = result.transfer
+        if result.replayed or t.state is not d.TransferState.POSTED:
+            return
+        code = t.request.code if t.request.code in KNOWN_CODES else "other"
+        self.transfers.labels(code).inc()
+        for leg in t.posted_legs:
+            self.cents.labels(code, kind_name(leg.debit), kind_name(leg.credit)).inc(leg.amount)
 
 
 class WalletCollector(Collector):
     """Custom collector over the wallet's projection tables."""
 
-    def __init__(self, wallet: Wallet) -> None:
-        self.wallet = wallet
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         posted = GaugeMetricFamily(
@@ -43,24 +111,14 @@ class WalletCollector(Collector):
             "Sum of posted balances over all player accounts of a kind, in cents.",
             labels=["kind"],
         )
-        a = store.accounts
-        with self.wallet.engine.connect() as conn:
-            system = conn.execute(
-                select(a.c.account_id, a.c.kind, a.c.posted, a.c.reserved).where(
-                    a.c.account_id.in_(list(d.SYSTEM_ACCOUNTS))
-                )
-            ).all()
-            sums = conn.execute(
-                select(a.c.kind, func.sum(a.c.posted))
-                .where(a.c.kind.in_([int(k) for k in d.PLAYER_KINDS]))
-                .group_by(a.c.kind)
-            ).all()
+        with self.engine.connect() as conn:
+            system = store.system_balances(conn)
+            sums = store.player_funds(conn)
         for account_id, kind, p, r in system:
-            name = d.AccountKind(kind).name.lower()
-            posted.add_metric([account_id, name], float(p))
-            reserved.add_metric([account_id, name], float(r))
+            posted.add_metric([account_id, kind.name.lower()], float(p))
+            reserved.add_metric([account_id, kind.name.lower()], float(r))
         for kind, total in sums:
-            players.add_metric([d.AccountKind(kind).name.lower()], float(total or 0))
+            players.add_metric([kind.name.lower()], float(total))
         yield posted
         yield reserved
         yield players

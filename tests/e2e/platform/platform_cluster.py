@@ -1,7 +1,7 @@
 """The four services as separate processes on PostgreSQL + Kafka, for the platform e2e tests.
 
 Reuses the walking skeleton's process helpers (``Proc``, ``_free_port``, ``_wait_serving``
-from tests/e2e/skeleton) and ``fresh_database`` from tests/infra.py; adds per-test extra
+from tests/e2e/skeleton) and ``fresh_database`` from tests/support/infra.py; adds per-test extra
 environment (speed knobs) and kill/restart of one service.
 """
 
@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import ModuleType
 
-from infra import fresh_database
+from tests.support.infra import fresh_database
 
 ROOT = Path(__file__).resolve().parents[3]
 SERVICES = ("registration", "table", "wallet", "payout")

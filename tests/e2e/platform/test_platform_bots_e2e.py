@@ -54,7 +54,7 @@ SYSTEM_ACCOUNTS = (
     "operator:cash_out",
     "operator:adjustments",
 )
-#: The pay table's positions paid (DESIGN §5): 80/10/10 from 100x up, else winner takes all.
+#: The pay table's positions paid (docs/design.md §5): 80/10/10 from 100x up, else winner takes all.
 TOP_HEAVY_FROM = 100
 TOP_HEAVY_SHARES = (80, 10, 10)
 

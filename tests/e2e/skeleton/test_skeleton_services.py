@@ -33,15 +33,17 @@ from electric.platform.v1 import events_pb2 as platform_events
 from electric.registration.v1 import events_pb2 as reg_events
 from electric.registration.v1 import registration_pb2, registration_pb2_grpc
 from electric.table.v1 import table_pb2, table_pb2_grpc
+from electric_clients.errors import error_detail
 from electric_domain.tournament import commitment, default_config, draw_multiplier
 from electric_eventlog import envelope_message, pack
 from electric_eventlog.kafka import KafkaBus
-from electric_platform import error_detail, issue_token
+from electric_platform import issue_token
 from google.protobuf.duration_pb2 import Duration
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
-from infra import fresh_database
 from prometheus_client.parser import text_string_to_metric_families
+
+from tests.support.infra import fresh_database
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 

@@ -24,9 +24,7 @@ from electric_eventlog import EventStore, create_engine
 from electric_eventlog.kafka import KafkaBus
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "unit" / "table"))
-
-from table_kit import (
+from tests.support.table_kit import (
     SECRET,
     Bot,
     check_privacy,

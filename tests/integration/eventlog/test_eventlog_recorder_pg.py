@@ -1,30 +1,20 @@
-"""The reusable recorder cases (electric_eventlog.testing) on real PostgreSQL.
-
-Plus the proof that the follow test can fail: with a position allocator that does NOT hold
-its lock until commit (what a plain sequence does), the same reader misses late commits.
+"""The proof that the recorder's follow test can fail on PostgreSQL: with a position
+allocator that does NOT hold its lock until commit (what a plain sequence does), the same
+reader misses late commits. (The recorder cases themselves run on PostgreSQL through the
+shared ``backend`` fixture: tests/unit/eventlog/test_eventlog_recorder_backends.py.)
 """
 
 from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Iterator
 
 import pytest
-from electric_eventlog import EventStore, create_engine, migrate
-from electric_eventlog.testing import RecorderCases, follow_while_writing
+from electric_eventlog import EventStore
+from electric_eventlog.testing import follow_while_writing
 from sqlalchemy import Connection, Engine
 
 pytestmark = pytest.mark.integration
-
-
-class TestPostgresRecorder(RecorderCases):
-    @pytest.fixture(autouse=True)
-    def _pg_engine(self, fresh_pg_url: str) -> Iterator[None]:
-        self.engine = create_engine(fresh_pg_url)
-        migrate(self.engine)
-        yield
-        self.engine.dispose()
 
 
 class _SequenceLikeStore(EventStore):

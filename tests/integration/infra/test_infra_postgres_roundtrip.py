@@ -5,8 +5,9 @@ from __future__ import annotations
 import psycopg
 import pytest
 import sqlalchemy as sa
-from infra import fresh_database
 from sqlalchemy.engine import make_url
+
+from tests.support.infra import fresh_database
 
 pytestmark = pytest.mark.integration
 

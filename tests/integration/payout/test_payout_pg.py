@@ -13,13 +13,24 @@ import grpc
 import pytest
 from electric.payout.v1 import events_pb2 as payout_events
 from electric.payout.v1 import payout_pb2
+from electric.table.v1 import events_pb2 as table_events
+from electric_clients.wallet import WalletClient
 from electric_domain.tournament import default_config
+from electric_domain.tournament.prizes import place_amounts
 from electric_eventlog import EventStore, IdempotentConsumer
 from electric_payout.handlers import Crediter, Payouts
 from electric_platform import TokenSource
-from electric_wallet.client import WalletClient
-from infra import fresh_database
-from reg_harness import OPS, SECRET, FakeTable, Stack, eventually, finished_event, start_stack
+
+from tests.support.infra import fresh_database
+from tests.support.reg_harness import (
+    OPS,
+    SECRET,
+    FakeTable,
+    Stack,
+    eventually,
+    finished_event,
+    start_stack,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -52,11 +63,14 @@ async def test_redelivered_results_and_racing_workers_credit_once_pg(stack: Stac
     pool = started.prize_pool.cents
     fake = FakeTable(stack.urls["table"], stack.bus)
     try:
+        shares = default_config().pay_table.entry(started.multiplier).shares
+        amounts = place_amounts(pool, shares, 3)
         finished = finished_event(
             table_id,
             [(1, 3, "cat", "e-c", 1, 0), (2, 1, "ann", "e-a", 1, 11), (3, 2, "ben", "e-b", 1, 6)],
             started.multiplier,
             pool,
+            prizes={3: amounts[0], 1: amounts[1], 2: amounts[2]},
         )
         [envelope] = await fake.emit(table_id, finished)
         await fake.redeliver("electric.table.v1.TournamentFinished")
@@ -89,7 +103,9 @@ async def test_redelivered_results_and_racing_workers_credit_once_pg(stack: Stac
 
     def apply() -> bool:
         with engine.begin() as conn:
-            return consumer.apply(conn, envelope) and payouts.on_table_event(conn, envelope)
+            if not consumer.apply(conn, envelope):
+                return False
+            return payouts.on_finished(conn, envelope, finished) is not None
 
     outcomes = await asyncio.gather(*(asyncio.to_thread(apply) for _ in range(4)))
     assert outcomes == [False] * 4
@@ -122,9 +138,9 @@ async def test_two_credit_workers_racing_credit_each_prize_once_pg(
     decides, the wallet deduplicates the call)."""
     from electric.common.v1 import tournament_pb2
     from electric.registration.v1 import events_pb2 as reg_events
+    from electric_clients.convert import usd
     from electric_eventlog import create_engine, migrate, upgrade
     from electric_payout.store.tables import VERSIONS_DIR
-    from reg_harness import usd
 
     for p in ("ava", "bo", "cy"):
         await stack.open_wallet(p)
@@ -152,6 +168,7 @@ async def test_two_credit_workers_racing_credit_each_prize_once_pg(
                 [(1, 2, "bo", "e-bo", 1, 0), (2, 3, "cy", "e-cy", 1, 30), (3, 1, "ava", "e", 1, 9)],
                 1000,
                 100_000,
+                {2: 80_000, 3: 10_000, 1: 10_000},
             ),
         )
     finally:
@@ -162,10 +179,13 @@ async def test_two_credit_workers_racing_credit_each_prize_once_pg(
             migrate(engine)
             upgrade(engine, versions_dir=VERSIONS_DIR, version_table="alembic_version_payout")
             payouts = Payouts(engine, EventStore(engine, producer="payout"), cfg)
+            finished = table_events.TournamentFinished()
+            assert f_env.payload.Unpack(finished)
             with engine.begin() as conn:
-                payouts.on_registration_event(conn, s_env)
+                assert payouts.on_started(conn, s_env, started) is None
             with engine.begin() as conn:
-                assert payouts.on_table_event(conn, f_env)
+                decision = payouts.on_finished(conn, f_env, finished)
+            assert decision is not None and decision.awarded == 3
             wallet = WalletClient.connect(
                 f"127.0.0.1:{stack.hosts['wallet'].grpc_port}", TokenSource(SECRET, "payout")
             )

@@ -15,9 +15,10 @@ from electric.registration.v1 import events_pb2 as reg_events
 from electric.registration.v1 import registration_pb2
 from electric.wallet.v1 import ledger_pb2
 from electric_registration.store import tables as t
-from infra import fresh_database
-from reg_harness import Stack, eventually, md, start_stack
 from sqlalchemy import select
+
+from tests.support.infra import fresh_database
+from tests.support.reg_harness import Stack, eventually, md, start_stack
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 

@@ -1,17 +1,14 @@
-"""The table service gRPC tests of ``tests/unit/table`` again, on real PostgreSQL (a fresh
+"""The table service gRPC tests of ``tests/component/table`` again, on real PostgreSQL (a fresh
 database per test) instead of SQLite: same ServiceHost on 127.0.0.1:0, same in-process bus."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "unit" / "table"))
-
-from test_table_service_grpc import (
+from tests.component.table.test_table_service_grpc import (
     Env,
     running_env,
     test_duplicate_request_id_is_applied_once,

@@ -16,7 +16,7 @@ from electric_eventlog.kafka import KafkaBus
 from electric_platform.auth import issue_token
 from electric_platform.config import load_config
 from electric_platform.server import ServiceHost
-from electric_wallet.service import setup
+from electric_wallet.app import setup
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 

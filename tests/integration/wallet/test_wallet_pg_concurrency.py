@@ -15,7 +15,7 @@ from electric_eventlog import EventStore, create_engine, schema
 from electric_wallet import domain as d
 from electric_wallet import store
 from electric_wallet.handlers import Wallet
-from electric_wallet.projections import rebuild_and_compare
+from electric_wallet.store.projections import rebuild_and_compare
 from sqlalchemy import func, select
 
 pytestmark = pytest.mark.integration

@@ -14,7 +14,7 @@ from electric_eventlog import EventStore, create_engine
 from electric_wallet import domain as d
 from electric_wallet import store
 from electric_wallet.handlers import Wallet
-from electric_wallet.projections import rebuild_and_compare
+from electric_wallet.store.projections import rebuild_and_compare
 from sqlalchemy import Engine
 
 pytestmark = pytest.mark.integration

@@ -13,7 +13,7 @@ import pytest
 from electric_domain.tournament.aggregate import Tournament
 from electric_domain.tournament.config import default_config
 from electric_domain.tournament.events import PlayerEliminated, TournamentFinished
-from electric_domain.tournament.simulate import make_bots, play
+from electric_math.simulate import make_bots, play
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

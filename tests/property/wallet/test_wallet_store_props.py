@@ -14,7 +14,7 @@ from electric_eventlog import EventStore, create_engine
 from electric_wallet import domain as d
 from electric_wallet import store
 from electric_wallet.handlers import Wallet
-from electric_wallet.projections import rebuild_and_compare, rebuild_projections
+from electric_wallet.store.projections import rebuild_and_compare, rebuild_projections
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import func, select

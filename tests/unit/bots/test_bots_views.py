@@ -10,13 +10,13 @@ from electric.table.v1 import table_pb2
 from electric_bots.runner import assign
 from electric_bots.views import (
     act_fields,
-    card_int,
     context_from_view,
     is_my_turn,
     legal_from_view,
     offered_pre_actions,
     safe_fields,
 )
+from electric_clients.convert import card_number
 from electric_domain.cards import parse_card
 from electric_domain.tournament.bots import BOTS, Decide, TightAggressiveBot
 from electric_domain.tournament.hand_port import Move
@@ -84,10 +84,10 @@ FACING_BET = [
 
 def test_cards_map_to_domain_numbers() -> None:
     for text in ("2c", "As", "Td", "9h", "Kc"):
-        assert card_int(_card(text)) == parse_card(text)
-    assert card_int(cards_pb2.Card(text="Qh")) == parse_card("Qh")
+        assert card_number(_card(text)) == parse_card(text)
+    assert card_number(cards_pb2.Card(text="Qh")) == parse_card("Qh")
     with pytest.raises(ValueError):
-        card_int(cards_pb2.Card())
+        card_number(cards_pb2.Card())
 
 
 def test_legal_from_view_uses_street_totals() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -247,3 +247,48 @@ async def test_restart_with_a_fresh_in_process_bus_loses_nothing(engine: Engine)
         await again.handle(message)
     assert (again.applied, again.skipped) == (3, 3)
     assert len(count_effects(engine)) == 6 and set(count_effects(engine).values()) == {1}
+
+
+class _FlakyBus(InProcessBus):
+    """An in-process bus whose first ``failures`` publishes fail (the broker away)."""
+
+    def __init__(self, failures: int) -> None:
+        super().__init__()
+        self.failures = failures
+        self.calls = 0
+
+    async def publish(self, messages: Sequence[OutgoingMessage]) -> None:
+        self.calls += 1
+        if self.failures:
+            self.failures -= 1
+            raise ConnectionError("broker away")
+        await super().publish(messages)
+
+
+async def test_relay_backs_off_while_the_broker_is_away_then_catches_up(engine: Engine) -> None:
+    store = EventStore(engine, producer="testsvc")
+    for i in range(5):
+        store.append_in_new_tx("s", ANY, [wrappers_pb2.StringValue(value=str(i))])
+    bus = _FlakyBus(failures=3)
+    relay = OutboxRelay(engine, bus, poll_interval=0.001)
+    stop = asyncio.Event()
+    task = asyncio.create_task(relay.run(stop))
+    await run_until(lambda: bus.end_offset(TOPIC) == 5, task)
+    stop.set()
+    await task
+    assert bus.calls == 4  # three failures, then one batch with all five events
+    with engine.connect() as conn:
+        assert unsent_count(conn) == 0
+
+
+async def test_a_stopped_relay_does_not_wait_out_its_backoff(engine: Engine) -> None:
+    store = EventStore(engine, producer="testsvc")
+    store.append_in_new_tx("s", ANY, [wrappers_pb2.StringValue(value="x")])
+    bus = _FlakyBus(failures=1_000)
+    relay = OutboxRelay(engine, bus, poll_interval=10.0)  # backoff 20 s after one failure
+    stop = asyncio.Event()
+    task = asyncio.create_task(relay.run(stop))
+    await run_until(lambda: bus.calls >= 1, task)
+    stop.set()
+    await asyncio.wait_for(task, timeout=2.0)
+    assert bus.calls == 1

@@ -1,21 +1,17 @@
-"""Error -> gRPC status mapping, payload registry and the documented hash encoding."""
+"""Typed errors, payload registry and the documented hash encoding."""
 
 from __future__ import annotations
 
 import hashlib
 
-import grpc
-import pytest
 from electric.eventlog.v1.envelope_pb2 import Envelope
 from electric_eventlog import (
     ConcurrencyError,
     EventLogError,
     PayloadRegistry,
     StreamNotFoundError,
-    abort_with,
     compute_hash,
     default_registry,
-    grpc_status_for,
     pack,
     type_name_of,
     verify_envelopes,
@@ -23,28 +19,12 @@ from electric_eventlog import (
 from google.protobuf import any_pb2, timestamp_pb2, wrappers_pb2
 
 
-class FakeContext:
-    def __init__(self) -> None:
-        self.aborted: tuple[grpc.StatusCode, str] | None = None
-
-    async def abort(self, code: grpc.StatusCode, details: str) -> None:
-        self.aborted = (code, details)
-        raise RuntimeError("aborted")
-
-
-async def test_concurrency_error_maps_to_aborted() -> None:
+def test_concurrency_error_is_an_event_log_error_with_a_precise_message() -> None:
     error = ConcurrencyError("table-1", 3, 4)
     assert isinstance(error, EventLogError)
-    assert grpc_status_for(error) is grpc.StatusCode.ABORTED
-    assert grpc_status_for(StreamNotFoundError("x")) is grpc.StatusCode.NOT_FOUND
-    assert grpc_status_for(ValueError()) is grpc.StatusCode.INTERNAL
-    context = FakeContext()
-    with pytest.raises(RuntimeError):
-        await abort_with(context, error)  # type: ignore[arg-type]
-    assert context.aborted == (
-        grpc.StatusCode.ABORTED,
-        "stream 'table-1': expected version 3, found 4",
-    )
+    assert str(error) == "stream 'table-1': expected version 3, found 4"
+    assert str(ConcurrencyError("t", "no stream", None)).endswith("found no stream")
+    assert isinstance(StreamNotFoundError("x"), EventLogError)
 
 
 def test_registry_resolves_generated_types_and_keeps_unknown_as_any() -> None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import infra
 import pytest
-from infra import Infrastructure
+
+from tests.support import infra
+from tests.support.infra import Infrastructure
 
 
 class Recorder:

@@ -98,3 +98,11 @@ def test_docs_list_every_variable() -> None:
     doc = (Path(__file__).resolve().parents[3] / "docs" / "platform.md").read_text()
     missing = [v.name for v in ENV_VARS if f"`{v.name}`" not in doc]
     assert missing == []
+
+
+def test_database_url_password_is_masked_by_sqlalchemy() -> None:
+    env = {"DATABASE_URL": "postgresql+psycopg://electric:s3cr%40t@127.0.0.1:5432/w"}
+    shown = load_config("wallet", env).describe()["database_url"]
+    assert shown == "postgresql+psycopg://electric:***@127.0.0.1:5432/w"
+    sqlite = load_config("wallet", {"ELECTRIC_VAR_DIR": "/data"}).describe()["database_url"]
+    assert sqlite == "sqlite+pysqlite:////data/wallet.db"

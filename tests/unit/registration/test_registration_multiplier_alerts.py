@@ -9,8 +9,8 @@ import random
 from fractions import Fraction
 
 import pytest
+from electric_domain.lobby import tier_id_for
 from electric_domain.tournament import default_config
-from electric_registration.handlers import tier_id_for
 from electric_registration.metrics import (
     MIN_VARIANCE,
     RARE_MIN_DRAWS,

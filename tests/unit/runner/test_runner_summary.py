@@ -5,12 +5,13 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from electric.common.v1 import money_pb2, tournament_pb2
+from electric.common.v1 import tournament_pb2
 from electric.eventlog.v1.envelope_pb2 import Envelope
 from electric.payout.v1 import events_pb2 as payout_events
 from electric.registration.v1 import events_pb2 as reg_events
 from electric.table.v1 import events_pb2 as table_events
 from electric_bots.runner import parse_mix
+from electric_clients import convert
 from electric_eventlog import pack
 from electric_platform.config import ConfigError, load_config
 from electric_runner.app import embedded_environ, parse_args
@@ -27,10 +28,6 @@ def _env(event: Message) -> Envelope:
     )
 
 
-def _usd(cents: int) -> money_pb2.Money:
-    return money_pb2.Money(cents=cents, currency="USD")
-
-
 def test_figures_fold_the_events() -> None:
     f = Figures()
     seats = [tournament_pb2.SeatAssignment(seat=i, player_id=f"p{i}") for i in (1, 2, 3)]
@@ -38,14 +35,17 @@ def test_figures_fold_the_events() -> None:
         f.apply(
             _env(
                 reg_events.TournamentStarted(
-                    seats=seats, multiplier=mult, buy_in=_usd(500), prize_pool=_usd(500 * mult)
+                    seats=seats,
+                    multiplier=mult,
+                    buy_in=convert.usd(500),
+                    prize_pool=convert.usd(500 * mult),
                 )
             )
         )
     for _ in range(7):
         f.apply(_env(table_events.HandStarted(hand_number=1)))
     f.apply(_env(table_events.TournamentFinished(tournament_id="t")))
-    f.apply(_env(payout_events.PrizeCredited(amount=_usd(1000))))
+    f.apply(_env(payout_events.PrizeCredited(amount=convert.usd(1000))))
     f.apply(_env(table_events.ActionTaken()))  # not counted
     assert (f.tournaments_started, f.tournaments_finished, f.running) == (3, 1, 2)
     assert f.hands_dealt == 7 and dict(f.multipliers) == {2: 2, 10: 1}

@@ -1,6 +1,6 @@
 """The legal actions a `TableView` offers are exactly what the tournament aggregate accepts.
 
-States come from whole simulated tournaments (`electric_domain.tournament.simulate.play` with
+States come from whole simulated tournaments (`electric_math.simulate.play` with
 the domain bots); at every decision the view of the player to act is built by the service's
 `build_view`, and every candidate move is tried on a copy of the aggregate:
 
@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from electric.table.v1 import table_pb2
 from electric_domain.holdem import events as he
 from electric_domain.tournament import Rejected, Tournament, default_config
-from electric_domain.tournament.events import Act
+from electric_domain.tournament.events import Act, ActionTaken
 from electric_domain.tournament.hand_port import Move
-from electric_domain.tournament.simulate import make_bots, play, tournament_seed
+from electric_math.simulate import make_bots, play, tournament_seed
 from electric_table import mapping
 from electric_table.runtime import TableRuntime
 from electric_table.views import build_view, legal_actions_proto
@@ -30,7 +30,7 @@ _MOVE = {
     table_pb2.ACTION_TYPE_FOLD: Move.FOLD,
     table_pb2.ACTION_TYPE_CHECK: Move.CHECK,
     table_pb2.ACTION_TYPE_CALL: Move.CALL,
-    table_pb2.ACTION_TYPE_BET: Move.RAISE_TO,
+    table_pb2.ACTION_TYPE_BET: Move.BET,
     table_pb2.ACTION_TYPE_RAISE: Move.RAISE_TO,
     table_pb2.ACTION_TYPE_ALL_IN: Move.ALL_IN,
 }
@@ -46,7 +46,7 @@ def _fork(t: Tournament) -> Tournament:
 
 def _accepts(t: Tournament, seat: int, move: Move, amount: int = 0) -> bool:
     try:
-        Tournament.handle(_fork(t), Act(seat, move.value, t.state.now, amount))
+        Tournament.handle(_fork(t), Act(seat, move, t.state.now, amount))
     except Rejected:
         return False
     return True
@@ -63,6 +63,12 @@ def _street_total_after(t: Tournament, seat: int, move: Move, amount: int = 0) -
         if isinstance(e, he.BetPlaced | he.Raised) and e.player == p:
             return e.to
     raise AssertionError(f"no wager event for {move.value}: {events}")
+
+
+def _action_taken(t: Tournament, seat: int, move: Move, amount: int = 0) -> ActionTaken:
+    """The ActionTaken the aggregate records for ``move`` (on a fork)."""
+    events = Tournament.handle(_fork(t), Act(seat, move, t.state.now, amount))
+    return next(e for e in events if isinstance(e, ActionTaken) and e.seat == seat)
 
 
 @dataclass
@@ -117,21 +123,33 @@ class Checker:
             if accepted and kind in (table_pb2.ACTION_TYPE_CALL, table_pb2.ACTION_TYPE_ALL_IN):
                 a = offered[kind]
                 assert a.min_amount == a.max_amount == _street_total_after(t, seat, move), where
-        # Bet / raise: the offered kind and bounds are exactly the accepted range.
+                # The recorded action carries the same street total and what it added.
+                taken = _action_taken(t, seat, move)
+                assert taken.move is move and taken.street_bet == a.max_amount, where
+                assert taken.amount_added == a.max_amount - bet, where
+                assert taken.all_in == (taken.amount_added == stack), where
+        # Bet / raise: the offered kind and bounds are exactly the accepted range, and the
+        # other kind is refused (BET opens a round, RAISE_TO raises a bet: never merged).
         raise_kinds = [k for k in (table_pb2.ACTION_TYPE_BET, table_pb2.ACTION_TYPE_RAISE)]
         offered_raise = [offered[k] for k in raise_kinds if k in offered]
         if offered_raise:
             (a,) = offered_raise
             assert (a.type == table_pb2.ACTION_TYPE_BET) == (top == 0), where
+            move, other = (
+                (Move.BET, Move.RAISE_TO) if a.type == table_pb2.ACTION_TYPE_BET else
+                (Move.RAISE_TO, Move.BET)
+            )  # fmt: skip
             for amount in {a.min_amount, a.max_amount, (a.min_amount + a.max_amount) // 2}:
-                assert _accepts(t, seat, Move.RAISE_TO, amount), f"raise to {amount}; {where}"
+                assert _accepts(t, seat, move, amount), f"{move} to {amount}; {where}"
+                assert not _accepts(t, seat, other, amount), f"{other} to {amount}; {where}"
             assert a.max_amount == bet + stack, where
-            assert not _accepts(t, seat, Move.RAISE_TO, a.min_amount - 1), where
-            assert not _accepts(t, seat, Move.RAISE_TO, a.max_amount + 1), where
+            assert not _accepts(t, seat, move, a.min_amount - 1), where
+            assert not _accepts(t, seat, move, a.max_amount + 1), where
         else:
             for amount in {top + 1, 2 * top, bet + stack, top + t.state.hand_blinds[1]}:
                 if amount > 0:
-                    assert not _accepts(t, seat, Move.RAISE_TO, amount), f"to {amount}; {where}"
+                    for move in (Move.BET, Move.RAISE_TO):
+                        assert not _accepts(t, seat, move, amount), f"to {amount}; {where}"
 
 
 def _runtime(t: Tournament) -> TableRuntime:
@@ -144,14 +162,7 @@ def _runtime(t: Tournament) -> TableRuntime:
         ),
         action_timer_ms=t.config.action_timer_ms,
     )
-    return TableRuntime(
-        table_id="sim",
-        info=info,
-        config=t.config,
-        tournament=t,
-        projector=mapping.Projector(info),
-        version=0,
-    )
+    return TableRuntime(table_id="sim", info=info, config=t.config, tournament=t, version=0)
 
 
 def test_offered_legal_actions_equal_what_the_aggregate_accepts() -> None:

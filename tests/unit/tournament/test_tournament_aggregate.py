@@ -11,139 +11,50 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from electric_domain.cards import parse_cards
 from electric_domain.deck import derive_deck
 from electric_domain.holdem import (
     AntePosted,
     BlindPosted,
     BoardDealt,
-    Called,
-    HoleCardsDealt,
+    Move,
+    Street,
     deal_positions,
 )
-from electric_domain.tournament.aggregate import Rejected, Tournament
 from electric_domain.tournament.config import (
     BuyInTier,
     PayTable,
     PayTableEntry,
     TournamentConfig,
-    default_config,
 )
-from electric_domain.tournament.engine_adapter import HoldemPort
+from electric_domain.tournament.errors import (
+    InvalidCommand,
+    NotAllowedNow,
+    Rejected,
+    RejectReason,
+)
 from electric_domain.tournament.events import (
     Act,
     ActionTaken,
     Cause,
-    ClearPreAction,
     ClockExpired,
     DealHand,
     ElectricModeStarted,
-    Event,
-    HandEvent,
     HandStarted,
     LevelAdvanced,
     PlayerEliminated,
-    PreActionChanged,
-    PreActionUnselected,
     SatOut,
-    SelectPreAction,
-    SitIn,
-    SitOut,
     Tick,
     TimeBankStarted,
     TimedOut,
     Timeout,
+    TimeoutKind,
     TournamentFinished,
     TurnStarted,
 )
 from electric_domain.tournament.preaction import PreAction
 from electric_domain.tournament.timers import Phase
 
-CFG = default_config()
-MULT_SEED = bytes(32)  # draws 2x, first button = seat 2 (checked below)
-
-
-class Table:
-    """A tournament with stacked decks: ``deck(k, ...)`` stacks the k-th DealHand."""
-
-    def __init__(self, cfg: TournamentConfig = CFG) -> None:
-        self.decks: dict[bytes, tuple[int, ...]] = {}
-        port = HoldemPort(deck_for_seed=lambda s: self.decks.get(s) or derive_deck(s))
-        self.cfg = cfg
-        self.t = Tournament.start(
-            cfg,
-            tournament_id="t",
-            players=("p0", "p1", "p2"),
-            buy_in_cents=cfg.buy_ins[0].buy_in_cents,
-            multiplier_seed=MULT_SEED,
-            at=0,
-            port=port,
-        )
-        self.hand_seed = 0
-
-    def deal(self, at: int, hole: dict[int, str] | None = None, board: str = "") -> list[Event]:
-        """Deal the next hand; ``hole`` maps table seat -> "AsAh"; ``board`` 5 cards."""
-        self.hand_seed += 1
-        seed = bytes([self.hand_seed]) * 32
-        if hole is not None:
-            self.decks[seed] = self._stack(hole, board)
-        return self.t.handle(DealHand(at, seed))
-
-    def _stack(self, hole: dict[int, str], board: str) -> tuple[int, ...]:
-        st = self.t.state
-        live = [i for i, s in enumerate(st.seats) if not s.eliminated]
-        n = len(live)
-        from electric_domain.tournament.schedule import first_positions, next_positions
-
-        pos = (
-            first_positions(st.first_button, live, 3)
-            if st.positions is None
-            else next_positions(st.positions, live, 3)
-        )
-        button_idx = live.index(pos.button)
-        hole_pos, board_pos = deal_positions(n)
-        deck: list[int | None] = [None] * 52
-        first = (button_idx + 1) % n
-        for k in range(n):
-            idx = (first + k) % n
-            a, b = hole_pos[k]
-            deck[a], deck[b] = parse_cards(hole[live[idx]])
-        bcards = parse_cards(board)
-        flat = [p for street in board_pos for p in street]
-        for p, c in zip(flat, bcards, strict=False):
-            deck[p] = c
-        rest = iter(c for c in range(52) if c not in deck)
-        return tuple(c if c is not None else next(rest) for c in deck)
-
-    def act(self, seat: int, move: str, at: int, amount: int = 0) -> list[Event]:
-        return self.t.handle(Act(seat, move, at, amount))
-
-    def passive(self, at: int) -> list[Event]:
-        """Check or call until the hand ends (or someone else must decide)."""
-        ev: list[Event] = []
-        while self.actor is not None:
-            seat = self.actor
-            la = self.t.legal_actions(seat)
-            assert la is not None
-            ev += self.act(seat, "check" if la.can_check else "call", at)
-        return ev
-
-    @property
-    def actor(self) -> int | None:
-        turn = self.t.state.turn
-        return None if turn is None else turn.seat
-
-    def check_replay(self) -> None:
-        again = Tournament.replay(self.cfg, self.t.history, self.t.port)
-        assert again.state == self.t.state
-
-
-def hand_events(events: list[Event], kind: type) -> list[Any]:
-    return [e.event for e in events if isinstance(e, HandEvent) and isinstance(e.event, kind)]
-
-
-def of(events: list[Event], kind: type) -> list[Any]:
-    return [e for e in events if isinstance(e, kind)]
+from tests.support.tournament_table import CFG, Table, hand_events, of
 
 
 @pytest.fixture
@@ -216,7 +127,7 @@ def test_heads_up_button_posts_small_blind_and_acts_first(table: Table) -> None:
 
 
 def test_levels_advance_on_time_and_antes_post(table: Table) -> None:
-    """rule=seed 000 §1 "blinds increase every two minutes" + DESIGN §5 ante schedule."""
+    """rule=seed 000 §1 "blinds increase every two minutes" + docs/design.md §5 ante schedule."""
     ev = table.t.handle(Tick(120_000))
     assert of(ev, LevelAdvanced) == [LevelAdvanced(2, 15, 30, 0, 120_000)]
     ev = table.deal(125_000)
@@ -237,7 +148,7 @@ def test_hand_in_progress_at_zero_finishes_then_electric_mode(table: Table) -> N
     assert table.actor == 2
     table.act(2, "call", 356_000)
     ev = table.act(0, "call", 361_000)  # 0:00 is at 360 s (2x: 3 levels)
-    assert of(ev, ClockExpired) == [ClockExpired(360_000)]
+    assert of(ev, ClockExpired) == [ClockExpired(360_000, hand_no=1)]  # during hand 1
     assert table.actor == 1  # still a normal decision: no forced all-in in this hand
     table.act(1, "check", 362_000)
     table.passive(363_000)
@@ -260,7 +171,7 @@ def test_first_hand_dealt_at_zero_is_electric() -> None:
     """rule=seed 000 "Electric Mode": Electric Mode starts with the first hand after 0:00."""
     tb = Table()
     ev = tb.deal(360_000)
-    assert of(ev, ClockExpired) == [ClockExpired(360_000)]
+    assert of(ev, ClockExpired) == [ClockExpired(360_000, hand_no=0)]  # between hands
     assert of(ev, HandStarted)[0].electric
     tb.check_replay()
 
@@ -310,7 +221,7 @@ def _to_flop_with_button_call(table: Table) -> None:
     table.act(0, "call", 3_000)
     table.act(1, "check", 4_000)
     table.act(0, "check", 5_000)
-    table.act(1, "raise_to", 6_000, 40)  # bet 40 on the flop
+    table.act(1, "bet", 6_000, 40)  # bet 40 on the flop
     assert table.actor == 2
 
 
@@ -319,7 +230,7 @@ def test_time_bank_starts_after_voluntary_investment_and_carries_over(table: Tab
     voluntarily invested; 3 s used of 10 s leaves 7 s for the rest of the tournament."""
     _to_flop_with_button_call(table)
     ev = table.t.handle(Tick(16_000))
-    assert of(ev, TimeBankStarted) == [TimeBankStarted(2, 16_000, 26_000)]
+    assert of(ev, TimeBankStarted) == [TimeBankStarted(2, 16_000, 26_000, 1, 6)]
     assert table.t.deadline() is not None and table.t.deadline().phase is Phase.BANK  # type: ignore[union-attr]
     ev = table.act(2, "call", 19_000)
     assert of(ev, ActionTaken)[0].bank_ms_after == 7_000
@@ -368,156 +279,6 @@ def test_two_consecutive_timeouts_sit_the_player_out(table: Table) -> None:
     ev = table.t.handle(Tick(27_000))
     assert of(ev, SatOut) == [SatOut(2, "timeouts", 27_000)]
     assert table.t.state.seats[2].sitting_out
-
-
-# ----------------------------------------------------------------------- pre-turn actions
-
-
-def _sel(table: Table, seat: int, action: PreAction, at: int) -> list[Event]:
-    return table.t.handle(SelectPreAction(seat, action, at))
-
-
-def test_check_fold_turns_into_fold_after_a_bet(table: Table) -> None:
-    """rule=seed 000 §5.b.ii: check/fold becomes fold once a bet is made before the turn."""
-    table.deal(1_000)
-    _sel(table, 1, PreAction.CHECK_FOLD, 1_100)  # BB: nothing to call yet
-    ev = table.act(2, "raise_to", 2_000, 60)
-    assert of(ev, PreActionChanged) == [PreActionChanged(1, PreAction.FOLD, 40, 2_000)]
-    ev = table.act(0, "fold", 3_000)  # BB's turn: the fold executes at once
-    taken = of(ev, ActionTaken)
-    assert [(a.seat, a.move, a.cause) for a in taken] == [
-        (0, "fold", Cause.PLAYER),
-        (1, "fold", Cause.PRE_ACTION),
-    ]
-
-
-def test_check_fold_checks_without_a_bet(table: Table) -> None:
-    """rule=seed 000 §5.b.ii: check/fold checks when no bet was made."""
-    table.deal(1_000)
-    _sel(table, 1, PreAction.CHECK_FOLD, 1_100)
-    table.act(2, "call", 2_000)
-    ev = table.act(0, "call", 3_000)
-    assert [(a.seat, a.move, a.cause) for a in of(ev, ActionTaken)][-1] == (
-        1,
-        "check",
-        Cause.PRE_ACTION,
-    )
-
-
-def test_check_becomes_unselected_after_a_bet(table: Table) -> None:
-    """rule=seed 000 §5.b.iii: pre-selected check is unselected when a bet is placed."""
-    table.deal(1_000)
-    _sel(table, 1, PreAction.CHECK, 1_100)
-    ev = table.act(2, "raise_to", 2_000, 60)
-    assert of(ev, PreActionUnselected) == [PreActionUnselected(1, "bet", 2_000)]
-    table.act(0, "fold", 3_000)
-    assert table.actor == 1  # the BB now decides by hand
-
-
-def test_check_executes_without_a_bet(table: Table) -> None:
-    """rule=seed 000 §5.b.iii: check executes at the turn when there is no bet."""
-    table.deal(1_000)
-    _sel(table, 1, PreAction.CHECK, 1_100)
-    table.act(2, "call", 2_000)
-    ev = table.act(0, "call", 3_000)
-    assert of(ev, ActionTaken)[-1].cause is Cause.PRE_ACTION
-
-
-@pytest.mark.parametrize(
-    ("rule", "button_move", "button_amount", "executes"),
-    [
-        ("seed 000 §5.b.iv: call executes when the bet is unchanged", "call", 0, True),
-        ("seed 000 §5.b.iv: call is unselected when the bet increases", "raise_to", 60, False),
-    ],
-)
-def test_call_pre_action(
-    rule: str, button_move: str, button_amount: int, executes: bool, table: Table
-) -> None:
-    table.deal(1_000)
-    _sel(table, 0, PreAction.CALL, 1_100)  # SB: 10 to call
-    ev = table.act(2, button_move, 2_000, button_amount)
-    if executes:
-        taken = of(ev, ActionTaken)[-1]
-        assert (taken.seat, taken.move, taken.cause, taken.voluntary_chips) == (
-            0,
-            "call",
-            Cause.PRE_ACTION,
-            True,
-        ), rule
-    else:
-        assert of(ev, PreActionUnselected) == [PreActionUnselected(0, "bet", 2_000)], rule
-        assert table.actor == 0
-
-
-def test_all_in_offered_only_when_the_bet_exceeds_the_chips(table: Table) -> None:
-    """rule=seed 000 §5.b.v: All In shows only for a bet over the player's chips; it calls
-    with the whole stack at the turn."""
-    table.deal(1_000)
-    table.act(2, "fold", 2_000)
-    table.act(0, "fold", 3_000)  # stacks 0:490 1:510 2:500
-    table.deal(6_000)  # button 0, SB 1, BB 2
-    table.act(0, "call", 7_000)
-    table.act(1, "call", 8_000)
-    table.act(2, "check", 9_000)  # flop: SB 1 acts first, then 2, then 0
-    assert table.t.pre_actions_available(0) == {PreAction.CHECK, PreAction.CHECK_FOLD}
-    table.act(1, "all_in", 10_000)  # 490 behind
-    assert table.actor == 2
-    # seat 0 has 470 behind and faces 490: all-in offered, call not
-    assert table.t.pre_actions_available(0) == {PreAction.FOLD, PreAction.ALL_IN}
-    with pytest.raises(Rejected, match="not offered"):
-        _sel(table, 0, PreAction.CALL, 10_100)
-    _sel(table, 0, PreAction.ALL_IN, 10_200)
-    ev = table.act(2, "fold", 11_000)
-    called = hand_events(ev, Called)
-    assert [(c.player, c.amount, c.all_in) for c in called] == [(0, 470, True)]
-
-
-def test_unselect_before_turn_and_no_selection_on_own_turn(table: Table) -> None:
-    """rule=seed 000 §5.b: players can unselect any time before it is their action."""
-    table.deal(1_000)
-    with pytest.raises(Rejected, match="your turn"):
-        _sel(table, 2, PreAction.FOLD, 1_050)
-    _sel(table, 0, PreAction.FOLD, 1_100)
-    ev = table.t.handle(ClearPreAction(0, 1_200))
-    assert of(ev, PreActionUnselected) == [PreActionUnselected(0, "player", 1_200)]
-    table.act(2, "call", 2_000)
-    assert table.actor == 0  # nothing executed
-    with pytest.raises(Rejected, match="no pre-turn action"):
-        table.t.handle(ClearPreAction(1, 2_100))
-
-
-# ----------------------------------------------------------------------------- sitting out
-
-
-def test_sitting_out_posts_is_dealt_and_check_folds(table: Table) -> None:
-    """rule=seed 000 "Sitting Out": still pays blinds/antes and is dealt cards; checks if
-    there is no bet, folds facing one; may sit back in."""
-    table.t.handle(SitOut(1, 500))
-    ev = table.deal(1_000)  # seat 1 is the BB
-    assert (1 - 0, 20, True) in [(b.player, b.amount, b.big) for b in hand_events(ev, BlindPosted)]
-    assert len(hand_events(ev, HoleCardsDealt)) == 3
-    table.act(2, "call", 2_000)
-    ev = table.act(0, "call", 3_000)  # BB (sitting out) has no bet to face: checks at once
-    last = of(ev, ActionTaken)[-1]
-    assert (last.seat, last.move, last.cause) == (1, "check", Cause.SITTING_OUT)
-    ev = table.act(0, "raise_to", 4_000, 40)  # flop bet by the SB; the BB is next
-    last = of(ev, ActionTaken)[-1]
-    assert (last.seat, last.move, last.cause) == (1, "fold", Cause.SITTING_OUT)
-    table.act(2, "call", 5_000)
-    table.t.handle(SitIn(1, 6_000))
-    table.passive(7_000)
-    table.deal(10_000)  # button 0, SB 1, BB 2: seat 0 acts first
-    table.act(0, "call", 11_000)
-    assert table.actor == 1  # seat 1 decides again
-
-
-def test_sitting_out_on_own_turn_acts_immediately(table: Table) -> None:
-    """rule=seed 000 "Sitting Out": automatic check/fold when it is their turn."""
-    table.deal(1_000)
-    ev = table.t.handle(SitOut(2, 2_000))
-    taken = of(ev, ActionTaken)
-    assert [(a.seat, a.move, a.cause) for a in taken] == [(2, "fold", Cause.SITTING_OUT)]
-    assert table.actor == 0
 
 
 # ------------------------------------------------------------------ busts, places, prizes
@@ -585,26 +346,28 @@ def test_board_is_dealt_from_the_committed_deck(table: Table) -> None:
 
 
 def test_rejections_change_nothing(table: Table) -> None:
-    """rule=DESIGN §8: bad input gets a precise error and changes nothing."""
+    """rule=docs/design.md §8: bad input gets a precise error and changes nothing."""
     table.deal(1_000)
     before = len(table.t.history)
-    for cmd, code in [
-        (Act(0, "call", 1_500), "FAILED_PRECONDITION"),  # not seat 0's turn
-        (Act(2, "raise_to", 1_500, 21), "FAILED_PRECONDITION"),  # below the minimum raise
-        (Act(2, "dance", 1_500), "INVALID_ARGUMENT"),
-        (Act(7, "call", 1_500), "INVALID_ARGUMENT"),
-        (DealHand(1_500, bytes(32)), "FAILED_PRECONDITION"),
-        (Tick(500), "INVALID_ARGUMENT"),
-    ]:
-        with pytest.raises(Rejected) as info:
+    cases: list[tuple[Any, type[Rejected], RejectReason]] = [
+        (Act(0, Move.CALL, 1_500), NotAllowedNow, RejectReason.NOT_YOUR_TURN),
+        (Act(2, Move.RAISE_TO, 1_500, 21), NotAllowedNow, RejectReason.ILLEGAL_MOVE),  # < min
+        (Act(2, Move.BET, 1_500, 60), NotAllowedNow, RejectReason.ILLEGAL_MOVE),  # a raise
+        (Act(2, "dance", 1_500), InvalidCommand, RejectReason.UNKNOWN_MOVE),
+        (Act(7, Move.CALL, 1_500), InvalidCommand, RejectReason.NO_SUCH_SEAT),
+        (DealHand(1_500, bytes(32)), NotAllowedNow, RejectReason.HAND_IN_PROGRESS),
+        (Tick(500), InvalidCommand, RejectReason.TIME_WENT_BACKWARDS),
+    ]
+    for cmd, kind, reason in cases:
+        with pytest.raises(kind) as info:
             table.t.handle(cmd)
-        assert info.value.code == code
+        assert info.value.reason is reason
         assert info.value.events == []
     assert len(table.t.history) == before
 
 
 def test_player_view_is_private_and_complete(table: Table) -> None:
-    """rule=DESIGN §1/§8: a player sees only their own hole cards; legal actions only on
+    """rule=docs/design.md §1/§8: a player sees only their own hole cards; legal actions only on
     their turn; pre-turn actions and deadlines are exposed for the client."""
     table.deal(1_000, {0: "2c7d", 1: "3h8s", 2: "AsAh"}, "KdQs5c4hJs")
     v2 = table.t.view(2, 1_500)
@@ -626,24 +389,14 @@ def test_player_view_is_private_and_complete(table: Table) -> None:
     assert v1.prizes_cents == (0, 0, 200)
 
 
-def test_selection_cleared_when_the_hand_ends_before_the_turn(table: Table) -> None:
-    """rule=seed 000 §5.b: a pre-turn action lives until the player's turn in that round;
-    if the round/hand ends first it is cleared."""
-    table.deal(1_000)
-    _sel(table, 1, PreAction.CHECK, 1_100)  # BB
-    table.act(2, "fold", 2_000)
-    ev = table.act(0, "fold", 3_000)  # BB wins uncontested, never got a turn
-    assert of(ev, PreActionUnselected) == [PreActionUnselected(1, "round_end", 3_000)]
-    assert table.t.state.seats[1].preaction is None
-
-
 def test_explicit_timeouts_walk_action_timer_then_bank(table: Table) -> None:
     """rule=seed 000 "Action Timer"/"Time Bank": Timeout inputs, one per expired timer."""
     _to_flop_with_button_call(table)
     ev = table.t.handle(Timeout(2, 16_000))
-    assert of(ev, TimeBankStarted) == [TimeBankStarted(2, 16_000, 26_000)]
-    with pytest.raises(Rejected):
+    assert of(ev, TimeBankStarted) == [TimeBankStarted(2, 16_000, 26_000, 1, 6)]
+    with pytest.raises(NotAllowedNow):
         table.t.handle(Timeout(2, 25_999))
     ev = table.t.handle(Timeout(2, 26_000))
-    assert of(ev, TimedOut) == [TimedOut(2, 26_000)]
-    assert of(ev, ActionTaken)[0].move == "fold"
+    assert of(ev, TimedOut) == [TimedOut(2, 26_000, TimeoutKind.TIME_BANK, 1, 6)]
+    taken = of(ev, ActionTaken)[0]
+    assert taken.move is Move.FOLD and taken.action_seq == 6 and taken.street is Street.FLOP

@@ -1,4 +1,4 @@
-"""Config loading and the pay-table math check (DESIGN §5 pay table; issue 4 item 1)."""
+"""Config loading and the pay-table math check (docs/design.md §5 pay table; issue 4 item 1)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 import yaml
-from electric_domain.tournament import mathsheet
 from electric_domain.tournament.config import (
     ConfigError,
     default_config,
     load_config,
     parse_config,
 )
+from electric_math import mathsheet
 
 
 def _raw() -> dict[str, Any]:
@@ -26,7 +26,7 @@ def _raw() -> dict[str, Any]:
 
 
 def test_default_config_values() -> None:
-    """rule=DESIGN §5 defaults: tiers, rake, weights, levels, blinds, stack, timers."""
+    """rule=docs/design.md §5 defaults: tiers, rake, weights, levels, blinds, stack, timers."""
     cfg = default_config()
     assert [(t.buy_in_cents, t.rake_cents) for t in cfg.buy_ins] == [
         (100, 7),
@@ -104,13 +104,13 @@ _DELETE = object()
 def test_invalid_configs_fail_with_precise_message(
     path: list[Any], value: Any, message: str
 ) -> None:
-    """rule=DESIGN §5 math check: weights sum exactly; E = 3×(1−rake) within 0.01%."""
+    """rule=docs/design.md §5 math check: weights sum exactly; E = 3×(1−rake) within 0.01%."""
     with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("(", r"\(")):
         parse_config(_mutate(path, value))
 
 
 def test_rtp_tolerance_boundary() -> None:
-    """rule=DESIGN §5: E[multiplier] within 0.01% passes, just beyond fails."""
+    """rule=docs/design.md §5: E[multiplier] within 0.01% passes, just beyond fails."""
     raw = _raw()
     # move 1 weight from 2x to 3x: E rises by 1e-6 (0.36 ppm) -> still within 100 ppm
     raw["pay_table"]["entries"][0]["weight"] -= 1

@@ -64,14 +64,14 @@ def test_draw_is_first_accepted_word_mod_total() -> None:
     ],
 )
 def test_weight_boundaries(u: int, multiplier: int) -> None:
-    """rule=DESIGN §5 pay table: each multiplier owns exactly `weight` values of u."""
+    """rule=docs/design.md §5 pay table: each multiplier owns exactly `weight` values of u."""
     table = default_config().pay_table
     idx = weighted_index(tuple(e.weight for e in table.entries), u)
     assert table.entries[idx].multiplier == multiplier
 
 
 def test_auditor_verify() -> None:
-    """rule=DESIGN §5: commitment published at table open, seed revealed at fill."""
+    """rule=docs/design.md §5: commitment published at table open, seed revealed at fill."""
     table = default_config().pay_table
     seed = bytes.fromhex("11" * 32)
     d = draw_multiplier(seed, table)
@@ -85,7 +85,7 @@ def test_auditor_verify() -> None:
 
 
 def test_draw_frequencies_match_weights() -> None:
-    """rule=DESIGN §5 monitored frequencies: 20,000 draws vs the weights (chi-square)."""
+    """rule=docs/design.md §5 monitored frequencies: 20,000 draws vs the weights (chi-square)."""
     from scipy.stats import chisquare
 
     table = default_config().pay_table

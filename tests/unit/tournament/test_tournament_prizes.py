@@ -1,4 +1,4 @@
-"""Finishing places and prizes (seed 000 "Prizes Awarded"; DESIGN §5 finishing places)."""
+"""Finishing places and prizes (seed 000 "Prizes Awarded"; docs/design.md §5 finishing places)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from electric_domain.tournament.prizes import (
 def test_place_amounts_sum_exactly(
     pool: int, shares: tuple[int, ...], expected: tuple[int, ...]
 ) -> None:
-    """rule=DESIGN §5 prizes in cents: floor per place, remainder cents to 1st place."""
+    """rule=docs/design.md §5 prizes in cents: floor per place, remainder cents to 1st place."""
     got = place_amounts(pool, shares, 3)
     assert got == expected
     assert sum(got) == pool
@@ -84,7 +84,7 @@ def test_tie_remainder_goes_clockwise_from_button(button: int, expected: dict[in
 @pytest.mark.parametrize("multiplier", [2, 3, 4, 5, 10, 100, 1000, 10_000])
 @pytest.mark.parametrize("buy_in", [100, 500, 1000, 2500, 5000])
 def test_award_sums_to_pool_for_every_tier(multiplier: int, buy_in: int) -> None:
-    """rule=DESIGN §5: prize pool = multiplier × gross buy-in, paid exactly."""
+    """rule=docs/design.md §5: prize pool = multiplier × gross buy-in, paid exactly."""
     cfg = default_config()
     pool = cfg.prize_pool_cents(multiplier, buy_in)
     shares = cfg.pay_table.entry(multiplier).shares

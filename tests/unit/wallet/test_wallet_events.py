@@ -8,7 +8,8 @@ from typing import Any
 from electric.wallet.v1 import events_pb2
 from electric_eventlog import InProcessBus, OutboxRelay, decode_envelope, verify_envelopes
 from electric_wallet import domain as d
-from electric_wallet.service import open_wallet
+
+from tests.support.wallet_kit import open_wallet
 
 
 async def test_events_on_the_wallet_topic(tmp_path: Any) -> None:

@@ -6,9 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from electric_wallet import domain as d
-from electric_wallet.flows import WalletFlowMetrics
-from electric_wallet.service import open_wallet
+from electric_wallet.metrics import WalletFlowMetrics
 from prometheus_client import CollectorRegistry
+
+from tests.support.wallet_kit import open_wallet
 
 CENTS = "electric_wallet_posted_cents_total"
 TRANSFERS = "electric_wallet_posted_transfers_total"
@@ -25,7 +26,7 @@ def _transfers(registry: CollectorRegistry, code: str) -> float:
 
 def test_posted_transfers_are_counted_once_by_code_and_kind(tmp_path: Path) -> None:
     registry = CollectorRegistry()
-    wallet = open_wallet(f"sqlite:///{tmp_path}/w.db", flows=WalletFlowMetrics(registry))
+    wallet = open_wallet(f"sqlite:///{tmp_path}/w.db", observe=WalletFlowMetrics(registry).observe)
 
     wallet.deposit("dep-1", "alice", 10_000)
     wallet.deposit("dep-1", "alice", 10_000)  # replay: same transfer

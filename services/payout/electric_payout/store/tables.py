@@ -5,7 +5,7 @@
   PrizeCredited). ``transfer_key`` is the wallet idempotency key of the credit.
 - ``payout_tournaments``: what TournamentStarted said (prize pool, pay table, seats).
 - ``payout_results``: the TournamentFinished of a tournament (serialized), and when its
-  prizes were awarded.
+  prizes were awarded, or held because the audit re-check of the published prizes failed.
 - ``payout_hand_buttons``: the button seat of each hand (from HandStarted): the tie-split
   remainder rule starts left of the button of the hand the tied players went out in.
 """
@@ -51,7 +51,7 @@ prizes = Table(
     Column("wallet_transfer_id", String(200), nullable=False),
     Column("awarded_at", DateTime(timezone=True), nullable=False),
     Column("credited_at", DateTime(timezone=True), nullable=True),
-    # migration 0002
+    # migration 0002 (tournaments, results, hand buttons)
     Column("transfer_key", String(200), nullable=False, server_default=text("''")),
     Column("seat", Integer, nullable=False, server_default=text("0")),
     Column("tied_count", Integer, nullable=False, server_default=text("1")),
@@ -85,6 +85,8 @@ results = Table(
     Column("source_event_id", String(64), nullable=False),
     Column("received_at", DateTime(timezone=True), nullable=False),
     Column("awarded_at", DateTime(timezone=True), nullable=True),
+    # migration 0003: set when the prize check failed (nothing is awarded or credited).
+    Column("held_at", DateTime(timezone=True), nullable=True),
 )
 
 hand_buttons = Table(

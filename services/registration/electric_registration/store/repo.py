@@ -1,4 +1,6 @@
-"""Queries and writes over registration's tables (synchronous; run via asyncio.to_thread)."""
+"""Read side of registration's tables: the lobby, My Tables, entries and the counts the
+metrics read (synchronous; run via asyncio.to_thread). The writes of each concept live in
+:mod:`.tiers`, :mod:`.seating`, :mod:`.requests` and :mod:`.wallet_ops`."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, case, func, insert, select
+from sqlalchemy import Connection, case, func, select
 
 from electric_registration.store import tables as t
 
@@ -69,56 +71,6 @@ def list_tiers(conn: Connection) -> list[TierRow]:
         )
         for r in rows
     ]
-
-
-def lock_tier(conn: Connection, tier_id: str) -> None:
-    """Serialise table opening per tier (row lock on PostgreSQL; SQLite's BEGIN IMMEDIATE
-    already serialises writers)."""
-    conn.execute(select(t.tiers.c.tier_id).where(t.tiers.c.tier_id == tier_id).with_for_update())
-
-
-def open_table_count(conn: Connection, tier_id: str) -> int:
-    """Tables of ``tier_id`` accepting registrations."""
-    return int(
-        conn.execute(
-            select(func.count())
-            .select_from(t.tables)
-            .where(t.tables.c.tier_id == tier_id, t.tables.c.status == "registering")
-        ).scalar_one()
-    )
-
-
-def insert_table(
-    conn: Connection,
-    *,
-    table_id: str,
-    tier_id: str,
-    table_name: str,
-    seats: int,
-    seed_hex: str,
-    commitment: str,
-    paytable_version: str,
-    stream_version: int,
-    opened_at: datetime,
-) -> None:
-    """Record a newly opened table (same transaction as its TableOpened event)."""
-    conn.execute(
-        insert(t.tables).values(
-            table_id=table_id,
-            tier_id=tier_id,
-            table_name=table_name,
-            status="registering",
-            seats=seats,
-            players_registered=0,
-            multiplier_seed=seed_hex,
-            multiplier_seed_commitment=commitment,
-            paytable_version=paytable_version,
-            multiplier=0,
-            prize_pool_cents=0,
-            stream_version=stream_version,
-            opened_at=opened_at,
-        )
-    )
 
 
 @dataclass(frozen=True)
@@ -278,3 +230,34 @@ def table_players(conn: Connection, table_ids: Sequence[str]) -> set[str]:
             )
         ).scalars()
     )
+
+
+# ------------------------------------------------------------------------------ metrics
+
+#: Every status a registration table can have (always reported, 0 when none).
+TABLE_STATUSES = ("registering", "filled", "running", "finished", "cancelled")
+
+
+def pending_wallet_ops(conn: Connection) -> int:
+    """Wallet calls owed and not yet done."""
+    q = select(func.count()).select_from(t.wallet_ops).where(t.wallet_ops.c.status == "pending")
+    return int(conn.execute(q).scalar_one())
+
+
+def unfinished_attempts(conn: Connection) -> int:
+    """Register attempts still reserving or being rolled back."""
+    q = (
+        select(func.count())
+        .select_from(t.requests)
+        .where(t.requests.c.status.in_(("reserving", "voiding")))
+    )
+    return int(conn.execute(q).scalar_one())
+
+
+def tables_by_status(conn: Connection) -> dict[str, int]:
+    """Tables per lifecycle status (every status present, 0 when none)."""
+    counts = dict.fromkeys(TABLE_STATUSES, 0)
+    q = select(t.tables.c.status, func.count()).group_by(t.tables.c.status)
+    for status, n in conn.execute(q):
+        counts[str(status)] = int(n)
+    return counts

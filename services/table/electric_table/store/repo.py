@@ -4,10 +4,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 
 from sqlalchemy import Connection, insert, select, update
 
 from electric_table.store import tables as t
+
+
+class TableStatus(StrEnum):
+    """Where a table's tournament stands (column ``table_tables.status``)."""
+
+    STARTING = "starting"  # created; no hand dealt yet
+    INVALID = "invalid"  # created from a TournamentStarted that cannot be played
+    RUNNING = "running"
+    FINISHED = "finished"
 
 
 @dataclass(frozen=True)
@@ -27,7 +37,7 @@ class TableRow:
 
     table_id: str
     table_name: str
-    status: str
+    status: TableStatus
     multiplier: int
     prize_pool_cents: int
     buy_in_cents: int
@@ -46,7 +56,7 @@ def get_table(conn: Connection, table_id: str) -> TableRow | None:
     return TableRow(
         table_id=row.table_id,
         table_name=row.table_name,
-        status=row.status,
+        status=TableStatus(row.status),
         multiplier=int(row.multiplier),
         prize_pool_cents=int(row.prize_pool_cents),
         buy_in_cents=int(row.buy_in_cents),
@@ -82,7 +92,7 @@ def insert_table(
         insert(t.tables).values(
             table_id=table_id,
             table_name=table_name,
-            status="starting",
+            status=TableStatus.STARTING.value,
             multiplier=multiplier,
             prize_pool_cents=prize_pool_cents,
             buy_in_cents=buy_in_cents,
@@ -201,13 +211,13 @@ def update_table(
     table_id: str,
     *,
     stream_version: int,
-    status: str | None = None,
+    status: TableStatus | None = None,
     stacks: dict[int, int] | None = None,
 ) -> None:
     """Move the read model forward (same transaction as the events)."""
     values: dict[str, object] = {"stream_version": stream_version}
     if status is not None:
-        values["status"] = status
+        values["status"] = status.value
     conn.execute(update(t.tables).where(t.tables.c.table_id == table_id).values(**values))
     for seat, stack in (stacks or {}).items():
         conn.execute(
@@ -221,7 +231,7 @@ def live_table_ids(conn: Connection) -> list[str]:
     """Tables whose tournament is not finished (rebuilt and resumed at start-up)."""
     rows = conn.execute(
         select(t.tables.c.table_id)
-        .where(t.tables.c.status.in_(("starting", "running")))
+        .where(t.tables.c.status.in_((TableStatus.STARTING.value, TableStatus.RUNNING.value)))
         .order_by(t.tables.c.created_at)
     ).all()
     return [r.table_id for r in rows]

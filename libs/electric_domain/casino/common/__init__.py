@@ -1,0 +1,1 @@
+"""Shared by the casino games: money, configuration, game numbers, void (malfunction)."""

@@ -1,0 +1,1 @@
+"""Texas Hold'em Bonus (seed 001): round aggregate, settlement, nicknames."""

@@ -1,0 +1,86 @@
+"""The wallet work a lobby decision owes (carried out after its commit, in order).
+
+When a table fills, each entry's reserved buy-in is posted (player funds → tournament
+escrow), then split out of the escrow: the rake to the house rake account, the rest (the net
+buy-in) to the prize reserve that funds multiplied prize pools (docs/wallet.md). Moves of 0
+cents are left out. An entry withdrawn before the fill owes the void of its reservation.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from electric_domain.lobby.entries import buyin_transfer_id
+
+
+class Account(enum.Enum):
+    """House accounts a buy-in moves through (the service maps them to account ids)."""
+
+    NONE = "none"
+    ESCROW = "tournament_escrow"
+    RAKE = "rake"
+    PRIZE_RESERVE = "prize_reserve"
+
+
+class OpKind(enum.Enum):
+    """Wallet call of an owed op."""
+
+    POST = "post"
+    MOVE = "move"
+    VOID = "void"
+
+
+@dataclass(frozen=True)
+class WalletOp:
+    """One owed wallet call, idempotent by ``transfer_id``."""
+
+    entry_id: str
+    #: Order within the table (the post before the moves out of the escrow).
+    seq: int
+    kind: OpKind
+    transfer_id: str
+    source: Account
+    target: Account
+    amount_cents: int
+    code: str
+
+    @property
+    def op_id(self) -> str:
+        return f"{self.kind.value}:{self.transfer_id}"
+
+
+def buy_in_settlement(
+    entries: Sequence[tuple[str, str]], *, buy_in_cents: int, rake_cents: int
+) -> list[WalletOp]:
+    """Ops that collect a filled table's buy-ins; ``entries``: (entry id, its reservation's
+    transfer id) in seat order."""
+    net = buy_in_cents - rake_cents
+    ops: list[WalletOp] = []
+    for entry_id, reservation in entries:
+        planned = [
+            (OpKind.POST, reservation, Account.NONE, Account.NONE, 0, "buy_in"),
+            (OpKind.MOVE, f"rake-{entry_id}", Account.ESCROW, Account.RAKE, rake_cents, "rake"),
+            (
+                OpKind.MOVE,
+                f"net-{entry_id}",
+                Account.ESCROW,
+                Account.PRIZE_RESERVE,
+                net,
+                "prize_reserve",
+            ),
+        ]
+        for kind, transfer_id, src, dst, amount, code in planned:
+            if kind is OpKind.MOVE and amount == 0:
+                continue
+            ops.append(WalletOp(entry_id, len(ops) + 1, kind, transfer_id, src, dst, amount, code))
+    return ops
+
+
+def withdrawal(entry_id: str, reservation: str = "") -> WalletOp:
+    """The void owed by a withdrawn entry (``reservation``: its transfer id)."""
+    transfer_id = reservation or buyin_transfer_id(entry_id)
+    return WalletOp(
+        entry_id, 0, OpKind.VOID, transfer_id, Account.NONE, Account.NONE, 0, "unregistered"
+    )

@@ -1,0 +1,1 @@
+"""Exact game math (enumeration, strategies, simulation, reports) over the pure domain."""

@@ -1,0 +1,185 @@
+"""Owed gRPC work: calls a committed decision owes another service, retried until done.
+
+A decision records the calls it owes in its own transaction (registration: the wallet ops
+of a filled table or a withdrawn entry; payout: the credits of awarded prizes). After the
+commit, :class:`OwedWork` carries them out: each call carries its own idempotency key, so
+doing one twice (a crash after the other service answered but before the call was marked
+done, two workers) has one effect. The service supplies an :class:`OwedWorkSource`:
+
+- ``pending(group)``: the owed calls, of one group or (``None``) of all, in execution order;
+- ``perform(call)``: the gRPC call itself;
+- ``record_done(call, result)`` / ``record_failure(call, error)``: bookkeeping, each in its
+  own transaction (``record_done`` returns False when another worker got there first);
+- ``groups_waiting()``: groups with nothing owed that still need ``settle`` (e.g. a filled
+  table whose ops are done but whose start is not yet recorded);
+- ``settle(group)``: runs after a group's calls (e.g. start the tournament once paid);
+- ``before_pass()`` / ``after_pass()``: the service's own sweeps around each pass.
+
+Calls of one group run in order under a per-group lock; a failed ``blocking`` call stops the
+rest of its group (order matters: a post before the moves out of the escrow), a
+non-blocking failure does not. The background loop (:meth:`OwedWork.run`) makes a pass when
+woken and at least every ``interval`` seconds, backing off while passes keep failing
+(``electric_platform.retry.backoff_delay``: doubling up to ``max_interval``).
+
+The sync callables run in worker threads (``asyncio.to_thread``), the async ones on the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+import grpc
+
+from electric_platform.log import get_logger
+from electric_platform.retry import backoff_delay
+
+log = get_logger("electric.platform.owed_work")
+
+
+class OwedCall(Protocol):
+    """What the runner needs to know of one owed call."""
+
+    @property
+    def op_id(self) -> str:
+        """Stable id of the call (for logs)."""
+        ...
+
+    @property
+    def group(self) -> str:
+        """Calls of one group run in order, one group at a time."""
+        ...
+
+    @property
+    def blocking(self) -> bool:
+        """A failure stops the rest of the group."""
+        ...
+
+
+C = TypeVar("C", bound=OwedCall)
+R = TypeVar("R")
+
+
+class OwedWorkSource(Protocol[C, R]):
+    """The service's side of owed work (module doc)."""
+
+    def pending(self, group: str | None) -> Sequence[C]: ...
+
+    def groups_waiting(self) -> Iterable[str]: ...
+
+    async def perform(self, call: C) -> R: ...
+
+    def record_done(self, call: C, result: R) -> bool: ...
+
+    def record_failure(self, call: C, error: str) -> None: ...
+
+    async def settle(self, group: str) -> None: ...
+
+    async def before_pass(self) -> None: ...
+
+    async def after_pass(self) -> None: ...
+
+
+def describe_error(err: BaseException) -> str:
+    """``CODE: details`` of a failed gRPC call; the text of anything else."""
+    if isinstance(err, grpc.aio.AioRpcError):
+        return f"{err.code().name}: {err.details()}"
+    return f"{type(err).__name__}: {err}"
+
+
+@dataclass(frozen=True)
+class GroupOutcome:
+    """What one run over a group did."""
+
+    #: Calls this run marked done.
+    done: int
+    #: True when no call of the group failed.
+    ok: bool
+
+
+class OwedWork(Generic[C, R]):
+    """Carries out a source's owed calls (module doc)."""
+
+    def __init__(
+        self,
+        name: str,
+        source: OwedWorkSource[C, R],
+        *,
+        interval: float = 1.0,
+        max_interval: float = 5.0,
+        retryable: tuple[type[BaseException], ...] = (grpc.aio.AioRpcError,),
+        delay: Callable[[int], float] | None = None,
+    ) -> None:
+        self.name = name
+        self.source = source
+        self.interval = interval
+        self.retryable = retryable
+        self._delay = delay or (lambda n: backoff_delay(n, initial=interval, maximum=max_interval))
+        #: Set to make the background loop pass now.
+        self.wake = asyncio.Event()
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._failed_passes = 0
+
+    async def run_group(self, group: str) -> GroupOutcome:
+        """Do the pending calls of ``group`` in order, then settle it."""
+        lock = self._locks.setdefault(group, asyncio.Lock())
+        done, ok = 0, True
+        async with lock:
+            for call in await asyncio.to_thread(self.source.pending, group):
+                try:
+                    result = await self.source.perform(call)
+                except self.retryable as err:
+                    ok = False
+                    error = describe_error(err)
+                    log.warning(f"{self.name}.failed", op_id=call.op_id, group=group, error=error)
+                    await asyncio.to_thread(self.source.record_failure, call, error)
+                    if call.blocking:
+                        break  # keep the order: nothing after a failed blocking call
+                    continue
+                if await asyncio.to_thread(self.source.record_done, call, result):
+                    done += 1
+            await self.source.settle(group)
+        if len(self._locks) > 1000:  # forget the idle locks of finished groups
+            for key in [k for k, v in self._locks.items() if not v.locked()]:
+                self._locks.pop(key, None)
+        return GroupOutcome(done, ok)
+
+    async def run_pass(self) -> GroupOutcome:
+        """One pass over every group with owed calls or waiting to settle."""
+        await self.source.before_pass()
+        groups = {c.group for c in await asyncio.to_thread(self.source.pending, None)}
+        groups.update(await asyncio.to_thread(lambda: list(self.source.groups_waiting())))
+        done, ok = 0, True
+        for group in sorted(groups):
+            outcome = await self.run_group(group)
+            done += outcome.done
+            ok = ok and outcome.ok
+        await self.source.after_pass()
+        return GroupOutcome(done, ok)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Until ``stop``: a pass whenever woken, else after the backoff delay (module doc)."""
+        while not stop.is_set():
+            self.wake.clear()
+            try:
+                outcome = await self.run_pass()
+                ok = outcome.ok
+            except self.retryable as err:
+                ok = False
+                log.warning(f"{self.name}.pass_failed", error=describe_error(err))
+            self._failed_passes = 0 if ok else self._failed_passes + 1
+            waiters = [asyncio.ensure_future(self.wake.wait()), asyncio.ensure_future(stop.wait())]
+            try:
+                await asyncio.wait(
+                    waiters,
+                    timeout=self._delay(self._failed_passes),
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+            finally:
+                for w in waiters:
+                    w.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await w

@@ -1,0 +1,162 @@
+"""Filling a table: the multiplier draw revealed, the tournament's terms prepared, the
+buy-ins' collection owed (part of the seating transaction, see :mod:`.handlers`).
+
+Registration is the only place the Prize Pool Multiplier is drawn
+(``electric_domain.tournament.fairness.draw_multiplier`` over the seed committed when the
+table opened); TableFilled and TournamentStarted carry it to everyone else.
+"""
+
+from __future__ import annotations
+
+import json
+
+from electric.common.v1 import tournament_pb2
+from electric.registration.v1 import events_pb2
+from electric_clients import accounts
+from electric_clients.convert import ms_duration, usd
+from electric_domain import lobby
+from electric_domain.tournament import TournamentConfig
+from electric_domain.tournament.fairness import draw_multiplier, initial_button_index
+from electric_domain.tournament.prizes import place_amounts
+from electric_eventlog import EventStore, utc_now
+from sqlalchemy import Connection
+
+from electric_registration import streams
+from electric_registration.store import seating, wallet_ops
+
+#: Wallet account id of each house account the lobby's settlement names.
+ACCOUNT_IDS = {
+    lobby.Account.NONE: "",
+    lobby.Account.ESCROW: accounts.ESCROW,
+    lobby.Account.RAKE: accounts.RAKE,
+    lobby.Account.PRIZE_RESERVE: accounts.PRIZE_RESERVE,
+}
+
+
+def owed_op(table_id: str, op: lobby.WalletOp) -> wallet_ops.OwedOp:
+    """A lobby wallet op as the row that owes it."""
+    return wallet_ops.OwedOp(
+        op_id=op.op_id,
+        table_id=table_id,
+        entry_id=op.entry_id,
+        seq=op.seq,
+        kind=op.kind.value,
+        transfer_id=op.transfer_id,
+        from_account=ACCOUNT_IDS[op.source],
+        to_account=ACCOUNT_IDS[op.target],
+        amount_cents=op.amount_cents,
+        code=op.code,
+    )
+
+
+def levels_for(config: TournamentConfig, multiplier: int) -> list[tournament_pb2.BlindLevel]:
+    """The blind levels a tournament with ``multiplier`` plays before Electric Mode."""
+    count = config.levels_for(multiplier)
+    return [
+        tournament_pb2.BlindLevel(
+            level=i + 1,
+            small_blind=lv.small_blind,
+            big_blind=lv.big_blind,
+            ante=lv.ante,
+            duration=ms_duration(config.level_duration_ms),
+        )
+        for i, lv in enumerate(config.blind_levels[:count])
+    ]
+
+
+def payouts_for(
+    config: TournamentConfig, multiplier: int, buy_in_cents: int
+) -> tuple[int, list[tournament_pb2.PrizeShare]]:
+    """(prize pool, paid places) of a multiplier: pool = multiplier × gross buy-in; place
+    amounts by the pay table's shares (``prizes.place_amounts``: floor, remainder to 1st)."""
+    pool = multiplier * buy_in_cents
+    shares = config.pay_table.entry(multiplier).shares
+    amounts = place_amounts(pool, shares, config.seats)
+    total = sum(shares)
+    return pool, [
+        tournament_pb2.PrizeShare(
+            place=i + 1, share_bps=shares[i] * 10_000 // total, amount=usd(amounts[i])
+        )
+        for i in range(len(shares))
+    ]
+
+
+def fill_table(
+    conn: Connection,
+    store: EventStore,
+    config: TournamentConfig,
+    table_id: str,
+    tier: lobby.Tier,
+    *,
+    correlation_id: str,
+) -> int:
+    """The last seat was taken: reveal the seed and the drawn multiplier (TableFilled),
+    confirm the entries, prepare TournamentStarted and owe the wallet work that collects the
+    buy-ins. TournamentStarted itself is appended once that work is done
+    (``handlers.start_if_paid``), so no tournament starts on buy-ins that were not collected.
+    ``tier``: the table's tier. Returns the multiplier."""
+    now = utc_now()
+    table = seating.get_table(conn, table_id)
+    assert table is not None
+    entries = seating.active_entries(conn, table_id)
+    seed = bytes.fromhex(table.seed_hex)
+    draw = draw_multiplier(seed, config.pay_table)
+    if draw.commitment != table.commitment:  # pragma: no cover - corruption
+        raise RuntimeError(f"table {table_id}: stored seed does not match its commitment")
+    pool, payouts = payouts_for(config, draw.multiplier, tier.buy_in_cents)
+    seats = [
+        tournament_pb2.SeatAssignment(seat=e.seat, player_id=e.player_id, entry_id=e.entry_id)
+        for e in entries
+    ]
+    filled = events_pb2.TableFilled(
+        table_id=table_id,
+        seats=seats,
+        multiplier=draw.multiplier,
+        multiplier_seed=draw.seed_hex,
+        multiplier_seed_commitment=draw.commitment,
+        prize_pool=usd(pool),
+        paytable_version=config.version,
+    )
+    version = streams.append(
+        store, conn, table_id, table.stream_version, [filled], correlation_id=correlation_id, at=now
+    )
+    started = events_pb2.TournamentStarted(
+        tournament_id=table_id,
+        table_id=table_id,
+        tier_id=tier.tier_id,
+        seats=seats,
+        multiplier=draw.multiplier,
+        levels=levels_for(config, draw.multiplier),
+        starting_stack=tier.starting_stack,
+        buy_in=usd(tier.buy_in_cents),
+        rake=usd(tier.rake_cents),
+        prize_pool=usd(pool),
+        payouts=payouts,
+        action_timer=ms_duration(config.action_timer_ms),
+        time_bank=ms_duration(config.time_bank_ms),
+        paytable_version=config.version,
+        table_name=table.table_name,
+        multiplier_seed=draw.seed_hex,
+        multiplier_seed_commitment=draw.commitment,
+        first_button_seat=seats[initial_button_index(seed, len(seats))].seat,
+        level_duration=ms_duration(config.level_duration_ms),
+        table_size=table.seats,
+    )
+    seating.mark_filled(
+        conn,
+        table_id,
+        multiplier=draw.multiplier,
+        prize_pool_cents=pool,
+        payouts_json=json.dumps([p.amount.cents for p in payouts]),
+        positions_paid=len(payouts),
+        tournament_started=started.SerializeToString(),
+        stream_version=version,
+        at=now,
+    )
+    for op in lobby.buy_in_settlement(
+        [(e.entry_id, e.wallet_transfer_id) for e in entries],
+        buy_in_cents=tier.buy_in_cents,
+        rake_cents=tier.rake_cents,
+    ):
+        wallet_ops.add(conn, owed_op(table_id, op), utc_now())
+    return draw.multiplier

@@ -1,0 +1,62 @@
+"""The lobby catalogue: buy-in tiers (``registration_tiers``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from electric_domain.lobby import Tier
+from sqlalchemy import Connection, insert, select, update
+
+from electric_registration.store import tables as t
+
+
+def sync(conn: Connection, wanted: Sequence[Mapping[str, object]]) -> None:
+    """Make the active tiers exactly ``wanted`` (rows with ``tier_id`` and the columns);
+    tiers no longer wanted are deactivated (their history stays)."""
+    existing = {r.tier_id for r in conn.execute(select(t.tiers.c.tier_id))}
+    ids = set()
+    for row in wanted:
+        values = dict(row)
+        tier_id = str(values.pop("tier_id"))
+        ids.add(tier_id)
+        if tier_id in existing:
+            conn.execute(update(t.tiers).where(t.tiers.c.tier_id == tier_id).values(**values))
+        else:
+            conn.execute(insert(t.tiers).values(tier_id=tier_id, **values))
+    stale = existing - ids
+    if stale:
+        conn.execute(update(t.tiers).where(t.tiers.c.tier_id.in_(stale)).values(active=0))
+
+
+def active(conn: Connection, tier_id: str) -> Tier | None:
+    """The active tier ``tier_id``, if any."""
+    r = conn.execute(
+        select(t.tiers).where(t.tiers.c.tier_id == tier_id, t.tiers.c.active == 1)
+    ).first()
+    if r is None:
+        return None
+    return Tier(
+        r.tier_id,
+        r.name,
+        int(r.buy_in_cents),
+        int(r.rake_cents),
+        int(r.seats),
+        int(r.starting_stack),
+    )
+
+
+def active_ids(conn: Connection) -> list[str]:
+    """Ids of the active tiers, cheapest first."""
+    return list(
+        conn.execute(
+            select(t.tiers.c.tier_id)
+            .where(t.tiers.c.active == 1)
+            .order_by(t.tiers.c.buy_in_cents, t.tiers.c.sort_order)
+        ).scalars()
+    )
+
+
+def lock(conn: Connection, tier_id: str) -> None:
+    """Serialise the seat changes of a tier (row lock on PostgreSQL; SQLite's BEGIN
+    IMMEDIATE already serialises writers)."""
+    conn.execute(select(t.tiers.c.tier_id).where(t.tiers.c.tier_id == tier_id).with_for_update())

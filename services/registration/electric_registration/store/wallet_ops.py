@@ -1,0 +1,94 @@
+"""Wallet calls owed by committed decisions (``registration_wallet_ops``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Connection, func, insert, select, update
+
+from electric_registration.store import tables as t
+
+
+@dataclass(frozen=True)
+class OwedOp:
+    """One owed wallet call, as stored (accounts are wallet account ids)."""
+
+    op_id: str
+    table_id: str
+    entry_id: str
+    seq: int
+    #: post | move | void
+    kind: str
+    transfer_id: str
+    from_account: str
+    to_account: str
+    amount_cents: int
+    code: str
+
+
+def add(conn: Connection, op: OwedOp, at: datetime) -> None:
+    """Owe ``op`` (same transaction as the decision that owes it)."""
+    conn.execute(
+        insert(t.wallet_ops).values(
+            op_id=op.op_id,
+            table_id=op.table_id,
+            entry_id=op.entry_id,
+            seq=op.seq,
+            kind=op.kind,
+            transfer_id=op.transfer_id,
+            from_account=op.from_account,
+            to_account=op.to_account,
+            amount_cents=op.amount_cents,
+            code=op.code,
+            status="pending",
+            attempts=0,
+            last_error="",
+            created_at=at,
+        )
+    )
+
+
+def pending(conn: Connection, table_id: str | None) -> list[OwedOp]:
+    """Pending ops of one table (or all), by table then ``seq``."""
+    w = t.wallet_ops
+    q = select(w).where(w.c.status == "pending")
+    if table_id is not None:
+        q = q.where(w.c.table_id == table_id)
+    return [
+        OwedOp(
+            r.op_id,
+            r.table_id,
+            r.entry_id,
+            int(r.seq),
+            r.kind,
+            r.transfer_id,
+            r.from_account,
+            r.to_account,
+            int(r.amount_cents),
+            r.code,
+        )
+        for r in conn.execute(q.order_by(w.c.table_id, w.c.seq))
+    ]
+
+
+def mark(conn: Connection, op_id: str, *, done: bool, error: str, at: datetime) -> None:
+    """Count an attempt of ``op_id``: done, or failed with ``error``."""
+    values: dict[str, object] = {"attempts": t.wallet_ops.c.attempts + 1}
+    if done:
+        values.update(status="done", done_at=at)
+    else:
+        values["last_error"] = error[:2000]
+    conn.execute(update(t.wallet_ops).where(t.wallet_ops.c.op_id == op_id).values(values))
+
+
+def unpaid_count(conn: Connection, table_id: str) -> int:
+    """Ops of a table that collect its buy-ins and are not done (voids excluded)."""
+    w = t.wallet_ops
+    return int(
+        conn.execute(
+            select(func.count())
+            .select_from(w)
+            .where(w.c.table_id == table_id, w.c.status != "done", w.c.kind != "void")
+        ).scalar_one()
+    )

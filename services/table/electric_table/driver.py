@@ -1,0 +1,83 @@
+"""The real-time driver of a live table: feeds time to the aggregate.
+
+One task per loaded, unfinished table: when the aggregate's next wake-up (turn deadline,
+level change, 0:00) is due it sends ``Tick(now)``; when a hand should be dealt, after the
+hand pause, ``DealHand`` with a fresh seed from the OS CSPRNG. Each step runs under the
+table's lock through `TableHandlers.apply`, like any command. A failing step is logged,
+counted and retried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Callable
+
+from electric_domain.tournament import DealHand, Tick
+
+from electric_table.handlers import TableHandlers
+from electric_table.runtime import TableManager, TableRuntime
+
+log = logging.getLogger(__name__)
+
+
+class TableDriver:
+    """Starts and runs the driver task of each live table."""
+
+    def __init__(
+        self,
+        manager: TableManager,
+        handlers: TableHandlers,
+        *,
+        seed_source: Callable[[], bytes] = lambda: os.urandom(32),
+    ) -> None:
+        self.manager = manager
+        self.handlers = handlers
+        self.seed_source = seed_source
+
+    def start(self, rt: TableRuntime) -> asyncio.Task[None]:
+        """The driver task of ``rt`` (the manager keeps it on the runtime)."""
+        return asyncio.create_task(self._drive(rt), name=f"table-driver-{rt.table_id}")
+
+    async def _drive(self, rt: TableRuntime) -> None:
+        """Feed time to one table until its tournament finishes or the service stops."""
+        while not rt.finished and not self.manager.stopping.is_set():
+            rt.kick.clear()
+            delay = 1.0
+            try:
+                async with rt.lock:
+                    delay = await self._step(rt)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("table %s driver step failed; retrying", rt.table_id)
+                self.manager.metrics.driver_errors.inc()
+                delay = 1.0
+            if delay <= 0:
+                continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(rt.kick.wait(), timeout=delay)
+
+    async def _step(self, rt: TableRuntime) -> float:
+        """One driver step under the lock; returns seconds to sleep (0 = run again)."""
+        t = rt.tournament
+        if t.state.finished:
+            return 0
+        now = self.manager.now_for(rt)
+        wake = t.next_wakeup_at()
+        if wake is not None and wake <= now:
+            await self.handlers.apply(rt, Tick(now))
+            return 0
+        if t.awaiting_deal():
+            if rt.deal_at is None:
+                rt.deal_at = now + self.handlers.hand_pause_ms
+            if rt.deal_at <= now:
+                rt.deal_at = None
+                await self.handlers.apply(rt, DealHand(now, self.seed_source()))
+                return 0
+        targets = [x for x in (wake, rt.deal_at if t.awaiting_deal() else None) if x is not None]
+        if not targets:
+            return 1.0
+        return max(0.001, (min(targets) - now) / 1000)

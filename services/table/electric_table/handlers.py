@@ -1,0 +1,237 @@
+"""The table's application service: load the table, let the domain decide, store the result.
+
+Every input — a player command or the driver's ``Tick`` / ``DealHand`` — runs under the
+table's ``asyncio.Lock``: the aggregate handles it, the new domain events are mapped to
+table events and appended to ``table-<id>`` with the expected version in ONE transaction
+together with the command's de-duplication row, the withheld deck seed and the read model.
+Only then are watchers notified. If the transaction fails the runtime is rebuilt from the
+store, so memory never runs ahead of the log. A refusal is typed by the domain
+(`Rejected` subclasses); it is stored with its status (see `errors`) so a retry of the same
+request gets the same answer, and re-raised for the edge to map.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import grpc
+from electric_domain.tournament import Rejected, Tick
+from electric_domain.tournament import events as dev
+from electric_domain.tournament.events import Command
+from electric_eventlog import ConcurrencyError
+from electric_platform import Aborted, InvalidArgument, ServiceError, Unavailable
+from sqlalchemy import Connection
+
+from electric_table import mapping
+from electric_table.errors import service_error
+from electric_table.runtime import TableManager, TableRuntime, table_stream
+from electric_table.store import repo
+from electric_table.tableinfo import RequestContext
+
+log = logging.getLogger(__name__)
+
+#: Default pause between the end of a hand and the next deal (ms); small so bots play fast.
+DEFAULT_HAND_PAUSE_MS = 500
+HAND_PAUSE_ENV = "ELECTRIC_TABLE_HAND_PAUSE_MS"
+
+
+@dataclass
+class CommandOutcome:
+    """What a command did (events appended; the new version)."""
+
+    appended: int
+    version: int
+
+
+@dataclass
+class RequestKey:
+    """De-duplication key and the RPC name of a player command."""
+
+    player_id: str
+    request_id: str
+    rpc: str
+
+
+class TableHandlers:
+    """Commands on live tables (player commands and the driver's time inputs)."""
+
+    def __init__(self, manager: TableManager, *, hand_pause_ms: int = DEFAULT_HAND_PAUSE_MS):
+        self.manager = manager
+        self.hand_pause_ms = hand_pause_ms
+
+    # ------------------------------------------------------------------ player commands
+
+    async def player_command(
+        self,
+        rt: TableRuntime,
+        key: RequestKey,
+        *,
+        check: Callable[[TableRuntime], None],
+        build: Callable[[TableRuntime, int], Command],
+        ctx: RequestContext,
+        correlation_id: str = "",
+    ) -> None:
+        """Run a player's command once per request id (caller: the seated player).
+
+        A repeated request id answers as the first time (the stored refusal is raised
+        again); ``check`` may refuse (a `ServiceError`) before the domain sees anything."""
+        async with rt.lock:
+            prior = await asyncio.to_thread(self._prior, rt.table_id, key)
+            if prior is not None:
+                if prior.rpc != key.rpc:
+                    raise InvalidArgument(
+                        f"request_id {key.request_id!r} was already used for {prior.rpc}"
+                    )
+                if prior.code != "OK":
+                    raise ServiceError(prior.message, code=grpc.StatusCode[prior.code])
+                return
+            await self.catch_up(rt)
+            try:
+                check(rt)
+            except ServiceError as err:
+                await self.persist(rt, [], request=key, error=err)
+                raise
+            cmd = build(rt, self.manager.now_for(rt))
+            await self.apply(rt, cmd, ctx=ctx, request=key, correlation_id=correlation_id)
+
+    def _prior(self, table_id: str, key: RequestKey) -> repo.RequestRow | None:
+        with self.manager.engine.connect() as conn:
+            return repo.get_request(conn, table_id, key.player_id, key.request_id)
+
+    def read_row(self, table_id: str) -> repo.TableRow | None:
+        """The read model of ``table_id`` (tables without a playable tournament)."""
+        with self.manager.engine.connect() as conn:
+            return repo.get_table(conn, table_id)
+
+    # ------------------------------------------------------------------ any command
+
+    async def apply(
+        self,
+        rt: TableRuntime,
+        cmd: Command,
+        *,
+        ctx: RequestContext | None = None,
+        request: RequestKey | None = None,
+        correlation_id: str = "",
+    ) -> CommandOutcome:
+        """Run ``cmd`` (caller holds ``rt.lock``); persist its events; raise on refusal.
+
+        A refusal still persists the catch-up events that preceded it, and the refusal
+        itself when ``request`` is given (so a retry gets the same answer)."""
+        refusal: Rejected | None = None
+        try:
+            events = rt.tournament.handle(cmd)
+        except Rejected as rej:
+            events, refusal = rej.events, rej
+        await self.persist(rt, events, ctx=ctx, request=request, error=refusal, cid=correlation_id)
+        if refusal is not None:
+            raise refusal
+        return CommandOutcome(len(events), rt.version)
+
+    async def catch_up(self, rt: TableRuntime) -> None:
+        """Apply everything due by now (levels, 0:00, expired timers); caller holds the lock."""
+        t = rt.tournament
+        if t.state.finished:
+            return
+        wake = t.next_wakeup_at()
+        now = self.manager.now_for(rt)
+        if wake is not None and wake <= now:
+            await self.apply(rt, Tick(now))
+
+    async def persist(
+        self,
+        rt: TableRuntime,
+        events: list[Any],
+        *,
+        ctx: RequestContext | None = None,
+        request: RequestKey | None = None,
+        error: BaseException | None = None,
+        cid: str = "",
+    ) -> None:
+        """Append ``events`` (already applied to the aggregate) in one transaction."""
+        if not events and request is None:
+            return
+        t = rt.tournament
+        mapped = mapping.to_protos(
+            events,
+            rt.info,
+            t.hand_facts(events),
+            ctx,
+            level_ms=t.state.level_ms,
+            multiplier=t.state.multiplier,
+            prize_pool_cents=t.state.prize_pool_cents,
+            buy_in_cents=t.state.buy_in_cents,
+        )
+        status: repo.TableStatus | None = None
+        stacks: dict[int, int] | None = None
+        for e in events:
+            if isinstance(e, dev.HandStarted):
+                status = repo.TableStatus.RUNNING
+            elif isinstance(e, dev.HandEnded):
+                stacks = {rt.info.no(i): x for i, x in enumerate(e.stacks)}
+        if t.state.finished:
+            status = repo.TableStatus.FINISHED
+        expected = rt.version
+        new_version = expected + len(mapped)
+        manager = self.manager
+
+        def write(conn: Connection) -> None:
+            if mapped:
+                manager.store.append(
+                    conn,
+                    table_stream(rt.table_id),
+                    expected,
+                    [m.message for m in mapped],
+                    correlation_id=cid,
+                    causation_id=request.request_id if request else "",
+                )
+            for m in mapped:
+                if m.secret_seed is not None:
+                    repo.insert_deck_seed(conn, rt.table_id, *m.secret_seed)
+            if request is not None:
+                repo.insert_request(
+                    conn,
+                    table_id=rt.table_id,
+                    player_id=request.player_id,
+                    request_id=request.request_id,
+                    rpc=request.rpc,
+                    code="OK" if error is None else service_error(error).code.name,
+                    message="" if error is None else service_error(error).message,
+                    stream_version=new_version,
+                    at=datetime.now(UTC),
+                )
+            if mapped:
+                repo.update_table(
+                    conn, rt.table_id, stream_version=new_version, status=status, stacks=stacks
+                )
+
+        def tx() -> None:
+            with manager.engine.begin() as conn:
+                write(conn)
+
+        try:
+            await asyncio.to_thread(tx)
+        except Exception as exc:
+            log.error("table %s: write failed, rebuilding from the log: %s", rt.table_id, exc)
+            await manager.reload(rt)
+            if isinstance(exc, ConcurrencyError):
+                raise Aborted(f"table {rt.table_id} changed concurrently; retry") from exc
+            raise Unavailable(f"table {rt.table_id}: could not store the command; retry") from exc
+        rt.version = new_version
+        for e in events:
+            if isinstance(e, dev.HandStarted):
+                manager.metrics.hands.inc()
+            elif isinstance(e, dev.TimedOut):
+                manager.metrics.timeouts.inc()
+            elif isinstance(e, dev.TournamentFinished):
+                manager.metrics.finished.inc()
+        if mapped:
+            rt.notify(type(mapped[-1].message).DESCRIPTOR.full_name)
+        if t.awaiting_deal() and rt.deal_at is None:
+            rt.deal_at = manager.now_for(rt) + self.hand_pause_ms
+        rt.kick.set()
