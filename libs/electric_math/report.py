@@ -172,7 +172,7 @@ def rtp_note() -> str:
         "<h2>Seed 001's stated RTP of 98.06% is not attainable</h2>"
         "<p>Under the rules seed 001 describes (Las Vegas rules: the Ante pays 1:1 only with a "
         "straight or better, no dealer qualifier, ties push) the best possible play returns "
-        f"<b>{float(1 + ev) * 100:.4f}%</b> per Ante (exactly 1 + {f['ev_per_ante']}) and "
+        f"<b>{float(1 + ev) * 100:.4f}%</b> per Ante (exactly {f['exact']['rtp_ante']}) and "
         f"<b>{float(1 + ev / stake) * 100:.4f}%</b> per total amount staked. The strategy "
         "computed here is optimal (the argmax at every decision over every deal), so no way "
         "of playing reaches 98.06% per Ante; and 98.06% is far below the per-total figure, so "

@@ -21,7 +21,7 @@ def test_casino_basic_preflop(hole: str, action: str) -> None:
     assert BasicStrategy().preflop(parse_cards(hole)) == action
 
 
-def test_casino_basic_matches_optimal_preflop_almost_everywhere() -> None:
+def test_casino_basic_preflop_is_the_optimal_preflop() -> None:
     # the published simple rule is the optimal pre-flop rule, class by class
     table = class_decisions("uth")
     basic = BasicStrategy()
