@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,10 @@ ORDER = {
     "thb": ("ev_per_ante", "ev_per_ante_decimal", "rtp_ante", "avg_stake", "rtp_total", "sd",
             "p_call_flop", "p_bet_turn", "p_bet_river"),
 }  # fmt: skip
+
+
+class StaleFigures(Exception):
+    """The stored enumeration was made for another version of the casino config."""
 
 
 def add_parser(sub: Any) -> None:
@@ -62,7 +67,17 @@ def game_doc(game: str, recompute: bool) -> dict[str, Any]:
         from electric_math.run import compute
 
         return compute(load_config(), {game})[game]
+    from electric_domain.casino.common.config import load_config
+
     doc: dict[str, Any] = json.loads((DATA / f"{game}.json").read_text("utf-8"))
+    current = load_config().version
+    if doc["config_version"] != current:
+        # The stored figures belong to one pay-table version; printing them for another would
+        # certify math that was never computed.
+        raise StaleFigures(
+            f"stored {game} figures are for config v{doc['config_version']}, the config is "
+            f"v{current}: regenerate with `{doc['command']}` or pass --recompute"
+        )
     return doc
 
 
@@ -74,7 +89,11 @@ def run(args: argparse.Namespace) -> int:
         from electric_math import mathsheet
 
         return mathsheet.main(["--runs", str(args.runs)])
-    doc = game_doc(args.game, args.recompute)
+    try:
+        doc = game_doc(args.game, args.recompute)
+    except StaleFigures as stale:
+        print(f"error: {stale}", file=sys.stderr)
+        return 2
     figures = doc["figures"]
     if args.json:
         print(json.dumps(figures, indent=1))

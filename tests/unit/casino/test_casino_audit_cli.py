@@ -40,3 +40,17 @@ def test_casino_cli_electric_json(capsys: pytest.CaptureFixture[str]) -> None:
     e = Fraction(out["e_multiplier"])
     assert out["e_multiplier_decimal"] == f"{float(e):.7f}"
     assert "reserve_max_drawdown_p99_buy_ins" not in out
+
+
+def test_math_refuses_stored_figures_of_another_config_version(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import dataclasses
+
+    from electric_domain.casino.common import config as casino_config
+
+    real = casino_config.load_config()
+    bumped = dataclasses.replace(real, version=real.version + 1)
+    monkeypatch.setattr(casino_config, "load_config", lambda path=None: bumped)
+    assert main(["math", "uth"]) == 2
+    assert "regenerate" in capsys.readouterr().err
