@@ -18,11 +18,12 @@ COPY tools ./tools
 COPY libs ./libs
 COPY services ./services
 
-# Generated code is built here, never copied from a working tree.
+# Generated code is built here, never copied from a working tree. /keys is where compose's
+# `keys` service writes the token keys (a named volume takes this directory's owner).
 RUN python tools/gen_protos.py \
     && pip install --no-deps -e . \
     && useradd --system --uid 10001 --home-dir /app electric \
-    && mkdir -p /app/var && chown electric /app/var
+    && mkdir -p /app/var /keys && chown electric /app/var /keys
 
 USER electric
 EXPOSE 50051 50052 50053 50054 9101 9102 9103 9104

@@ -12,7 +12,7 @@ PROTO_FILES := $(shell find protos -name '*.proto')
 
 .PHONY: setup protos run test lint typecheck unit integration e2e buf-lint buf-breaking \
         bench exhaustive simulate paytable infra-up infra-down up down clean \
-        math math-check math-report simulate-casino
+        math math-check math-report simulate-casino fuzz
 
 setup: $(STAMP) gen/.stamp
 
@@ -73,6 +73,10 @@ bench: setup
 
 exhaustive: setup
 	$(BIN)/pytest -m slow -p no:cacheprovider --timeout=7200 tests
+
+## API fuzz test at full size (docs/api-fuzz.md): make fuzz N=50000 SEED=1
+fuzz: setup
+	$(BIN)/python -m tests.support.fuzz_main -n $(or $(N),50000) $(if $(SEED),--seed $(SEED))
 
 ## Electric Poker pay-table math sheet (optional CONFIG=path/to/config.yaml).
 paytable: setup

@@ -22,6 +22,10 @@ def main() -> int:
     if GEN.exists():
         shutil.rmtree(GEN)
     GEN.mkdir()
+    # The descriptor set WITH source info (the protos' comments) that server reflection
+    # serves (electric_platform.reflection), next to the generated package.
+    (GEN / "electric").mkdir()
+    descriptor_set = GEN / "electric" / "descriptor_set.pb"
     well_known = Path(protoc.__file__).parent / "_proto"
     args = [
         "grpc_tools.protoc",
@@ -32,6 +36,9 @@ def main() -> int:
         # ``quiet``: no "Writing mypy to ..." line per file (errors still go to stderr).
         f"--mypy_out=quiet:{GEN}",
         f"--mypy_grpc_out=quiet:{GEN}",
+        f"--descriptor_set_out={descriptor_set}",
+        "--include_source_info",
+        "--include_imports",
         *files,
     ]
     # The mypy-protobuf plugins are console scripts next to this interpreter.

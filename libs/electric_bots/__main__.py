@@ -1,9 +1,10 @@
 """``python -m electric_bots``: bot players against running services (e.g. the four processes).
 
-Targets and the signing secret come from the services' own variables
-(``ELECTRIC_REGISTRATION_TARGET``, ``ELECTRIC_TABLE_TARGET``, ``ELECTRIC_WALLET_TARGET``,
-``ELECTRIC_AUTH_SECRET``); the bots need the secret to mint their player tokens and the
-cashier's operator token for deposits. Prints the statistics at the end.
+Targets come from the services' own variables (``ELECTRIC_REGISTRATION_TARGET``,
+``ELECTRIC_TABLE_TARGET``, ``ELECTRIC_WALLET_TARGET``); the bots need the ISSUER's private key
+(``--key FILE`` or ``ELECTRIC_AUTH_ISSUER_KEY_FILE``, e.g. ``var/keys/issuer.jwk.json`` of
+``make run`` or of ``python -m electric_platform.keys DIR``) to mint their player tokens and
+the cashier's operator token for deposits. Prints the statistics at the end.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ import uuid
 from collections.abc import Sequence
 
 from electric_platform.config import load_config
+from electric_platform.keys import SigningKey
 from electric_platform.log import configure_logging
+from electric_platform.token import ISSUER_KEY_FILE
 
 from electric_bots.runner import DEFAULT_MIX, BotRunner, BotRunnerConfig, Targets, parse_mix
 
@@ -34,13 +37,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tournaments", type=int, default=None, help="stop after N finished")
     parser.add_argument("--duration", type=float, default=None, help="stop after SECONDS")
     parser.add_argument("--think", type=float, default=0.0, help="thinking-time scale")
+    parser.add_argument(
+        "--key",
+        default=os.environ.get(ISSUER_KEY_FILE, ""),
+        help=f"issuer's private JWK file (default ${ISSUER_KEY_FILE})",
+    )
     parser.add_argument("--prefix", default=f"bot{uuid.uuid4().hex[:4]}", help="player ids")
     args = parser.parse_args(argv)
+    if not args.key:
+        parser.error(f"an issuer key is needed: --key FILE or ${ISSUER_KEY_FILE}")
+    key = SigningKey.from_file(args.key)
     configure_logging(cfg.log_level, cfg.log_format)
     runner = BotRunner(
         BotRunnerConfig(
             targets=Targets(args.registration, args.table, args.wallet),
-            secret=cfg.auth_secret,
+            key=key,
             bots=args.bots,
             mix=parse_mix(args.mix) if args.mix else DEFAULT_MIX,
             until_finished=args.tournaments,

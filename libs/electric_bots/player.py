@@ -31,9 +31,9 @@ from electric.common.v1 import errors_pb2
 from electric.registration.v1 import registration_pb2, registration_pb2_grpc
 from electric.table.v1 import table_pb2, table_pb2_grpc
 from electric.wallet.v1 import wallet_pb2, wallet_pb2_grpc
-from electric_clients.errors import error_detail
+from electric_clients.errors import error_detail, token_expired
 from electric_domain.tournament.bots import Bot, Decide, GoSitOut
-from electric_platform.auth import Role, TokenSource
+from electric_platform import Role, SigningKey, TokenSource
 from electric_platform.context import outgoing_metadata
 from electric_platform.log import get_logger
 from electric_platform.retry import Stopped, backoff_delay, retry_async
@@ -54,6 +54,7 @@ _log = get_logger("electric.bots")
 
 #: Status codes a bot waits out and retries (the server restarts, a table not started yet).
 _TRANSIENT = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
+_QUIET = {*_TRANSIENT, grpc.StatusCode.CANCELLED}
 #: Enough failures in a row for the longest backoff.
 _MANY_FAILURES = 16
 
@@ -150,7 +151,7 @@ class BotPlayer:
         rng: random.Random,
         channels: Channels,
         *,
-        secret: str,
+        key: SigningKey,
         operator: TokenSource,
         stats: BotStats,
         may_register: Callable[[], bool],
@@ -161,7 +162,7 @@ class BotPlayer:
         self.player_id = settings.player_id
         self.strategy = strategy
         self.rng = rng
-        self._tokens = TokenSource(secret, settings.player_id, Role.PLAYER)
+        self._tokens = TokenSource(key, settings.player_id, Role.PLAYER)
         self._operator = operator
         self._stats = stats
         self._may_register = may_register
@@ -355,8 +356,8 @@ class BotPlayer:
                 async for snapshot in stream:
                     self._my_tables = {t.table_id: t for t in snapshot.tables}
                     self._changed.set()
-            except grpc.aio.AioRpcError as err:
-                if _code(err) not in _TRANSIENT and _code(err) is not grpc.StatusCode.CANCELLED:
+            except grpc.aio.AioRpcError as err:  # a stream ends when its token expires: reopen
+                if _code(err) not in _QUIET and not token_expired(err):
                     self._stats.error(f"WatchMyTables: {_code(err).name}: {err.details()}")
             if await self._sleep(1.0):
                 return
@@ -422,7 +423,8 @@ class BotPlayer:
                     if not isinstance(update, table_pb2.WatchTableResponse):
                         break  # grpc.aio.EOF: the server ended the stream
                     not_found = 0
-                    if await session.on_view(update.table):
+                    # Views only: events followed by more events carry no snapshot.
+                    if update.HasField("table") and await session.on_view(update.table):
                         return
             except TimeoutError:
                 self._stats.resubscribes += 1
@@ -436,7 +438,7 @@ class BotPlayer:
                     continue
                 if code is grpc.StatusCode.CANCELLED and self._stop.is_set():
                     return
-                if code not in _TRANSIENT:
+                if code not in _TRANSIENT and not token_expired(err):  # reopen, fresh token
                     self._stats.error(f"WatchTable: {code.name}: {err.details()}")
             finally:
                 stream.cancel()

@@ -8,7 +8,7 @@ entries withdrawn, running tables played to the end) unless ``drain=False``.
 
 Usage::
 
-    config = BotRunnerConfig(targets=Targets(...), secret=secret, bots=15, max_registrations=30)
+    config = BotRunnerConfig(targets=Targets(...), key=issuer_key, bots=15, max_registrations=30)
     runner = BotRunner(config)
     stats = await runner.run()          # returns when drained / stopped
 """
@@ -27,6 +27,7 @@ from electric.registration.v1 import registration_pb2, registration_pb2_grpc
 from electric_domain.tournament.bots import BOTS, Bot
 from electric_platform.auth import Role, TokenSource
 from electric_platform.context import outgoing_metadata
+from electric_platform.keys import SigningKey
 from electric_platform.log import get_logger
 
 from electric_bots.player import BotPlayer, BotSettings, BotStats, Channels
@@ -51,7 +52,9 @@ class BotRunnerConfig:
     """What the runner does; every bound is optional but a test sets at least one."""
 
     targets: Targets
-    secret: str
+    #: The issuer's private key (``electric_platform.keys.SigningKey``): signs the bots'
+    #: player tokens and the cashier's operator token.
+    key: SigningKey
     #: Number of bot players.
     bots: int = 15
     #: Tier ids to play (empty: every tier of the lobby).
@@ -189,7 +192,7 @@ class BotRunner:
             table=grpc.aio.insecure_channel(cfg.targets.table),
             wallet=grpc.aio.insecure_channel(cfg.targets.wallet),
         )
-        operator = TokenSource(cfg.secret, cfg.operator, Role.OPERATOR)
+        operator = TokenSource(cfg.key, cfg.operator, Role.OPERATOR)
         try:
             tiers = list(cfg.tiers) or await self._lobby_tiers(channels.registration, operator)
             if not tiers:
@@ -209,7 +212,7 @@ class BotRunner:
                     make_strategy(a.strategy),
                     random.Random(rng.getrandbits(64)),
                     channels,
-                    secret=cfg.secret,
+                    key=cfg.key,
                     operator=operator,
                     stats=self.stats,
                     may_register=self._may_register,

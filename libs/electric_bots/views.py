@@ -22,6 +22,7 @@ _PRE_ACTION = {
     PreAction.CHECK: table_pb2.PRE_ACTION_TYPE_CHECK,
     PreAction.CALL: table_pb2.PRE_ACTION_TYPE_CALL,
     PreAction.ALL_IN: table_pb2.PRE_ACTION_TYPE_ALL_IN,
+    PreAction.BET: table_pb2.PRE_ACTION_TYPE_BET,
 }
 
 

@@ -7,6 +7,7 @@ as a ``google.rpc.Status`` in the ``grpc-status-details-bin`` trailer (built ser
 
 from __future__ import annotations
 
+import grpc
 from google.protobuf.message import Message
 from grpc_status import rpc_status
 
@@ -29,3 +30,13 @@ def error_detail(err: object, into: Message) -> bool:
             item.Unpack(into)
             return True
     return False
+
+
+def token_expired(err: object) -> bool:
+    """True when a call (typically a server stream) ended because its bearer token expired:
+    the platform ends every stream then; call again with a fresh token."""
+    code = getattr(err, "code", None)
+    details = getattr(err, "details", None)
+    if not callable(code) or not callable(details):
+        return False
+    return bool(code() == grpc.StatusCode.UNAUTHENTICATED and "expired" in (details() or ""))

@@ -6,7 +6,7 @@ with the same id (gRPC service-config ``retryPolicy``, :mod:`electric_clients.ch
 repeat of a call that already succeeded returns the original transfer (``replayed=True``).
 Usage::
 
-    tokens = TokenSource(secret, "registration")          # electric_platform.auth
+    tokens = service_tokens(host.config)   # electric_platform.auth: its own signing key
     async with WalletClient.connect("127.0.0.1:50053", tokens) as wallet:
         t = await wallet.reserve(f"buyin-{entry_id}", player_id, 500)   # pending
         await wallet.post(f"buyin-{entry_id}")                          # table filled

@@ -1,7 +1,8 @@
 """electric_platform: the service platform shared by all four services.
 
 Configuration (:mod:`.config`), JSON logging (:mod:`.log`), per-call context (:mod:`.context`),
-errors with gRPC status (:mod:`.errors`), bearer-token auth (:mod:`.auth`), Prometheus metrics
+errors with gRPC status (:mod:`.errors`), bearer-token auth (:mod:`.auth`, keys in
+:mod:`.keys`), paging (:mod:`.paging`), reflection (:mod:`.reflection`), Prometheus metrics
 (:mod:`.metrics`) and the gRPC server bootstrap (:mod:`.server`). See docs/platform.md.
 """
 
@@ -9,12 +10,15 @@ from electric_platform.auth import (
     AuthInterceptor,
     Principal,
     Role,
+    TokenPolicy,
     TokenSource,
     current_principal,
     issue_token,
     require_player,
     require_role,
+    service_tokens,
     set_principal,
+    token_policy,
     verify_token,
 )
 from electric_platform.config import (
@@ -40,6 +44,7 @@ from electric_platform.errors import (
     map_status,
     status_for,
 )
+from electric_platform.keys import DevKeys, KeySet, SigningKey, write_dev_keys
 from electric_platform.log import configure_logging, get_logger
 from electric_platform.metrics import MetricsInterceptor, ServiceMetrics
 from electric_platform.server import ContextInterceptor, ServiceHost, main, run_hosts, serve
@@ -52,9 +57,11 @@ __all__ = [
     "AuthInterceptor",
     "ConfigError",
     "ContextInterceptor",
+    "DevKeys",
     "EnvVar",
     "FailedPrecondition",
     "InvalidArgument",
+    "KeySet",
     "MetricsInterceptor",
     "NotFound",
     "PermissionDenied",
@@ -64,6 +71,8 @@ __all__ = [
     "ServiceError",
     "ServiceHost",
     "ServiceMetrics",
+    "SigningKey",
+    "TokenPolicy",
     "TokenSource",
     "Unauthenticated",
     "Unavailable",
@@ -83,7 +92,10 @@ __all__ = [
     "require_role",
     "run_hosts",
     "serve",
+    "service_tokens",
     "set_principal",
     "status_for",
+    "token_policy",
     "verify_token",
+    "write_dev_keys",
 ]

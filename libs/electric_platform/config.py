@@ -48,9 +48,8 @@ DEFAULT_METRICS_PORTS: Mapping[str, int] = {
     "payout": 9104,
 }
 
-#: The development signing secret used when ``ELECTRIC_AUTH_SECRET`` is unset. Anyone can
-#: mint tokens with it: a service running with it logs a loud warning at start.
-DEV_AUTH_SECRET = "electric-dev-secret-do-not-use-in-production"
+#: Default cap on a bearer token's lifetime (``exp - iat``), seconds.
+DEFAULT_MAX_TOKEN_LIFETIME = 86400.0
 
 
 @dataclass(frozen=True)
@@ -123,11 +122,55 @@ KAFKA_NAMESPACE = EnvVar(
     "value. Letters, digits, '.', '_' and '-' only.",
     per_service=False,
 )
-AUTH_SECRET = EnvVar(
-    "ELECTRIC_AUTH_SECRET",
-    DEV_AUTH_SECRET,
-    "HS256 secret that signs and verifies bearer tokens; the same value for all services. "
-    "The default is a public development secret and makes the service log a loud warning.",
+AUTH_JWKS = EnvVar(
+    "ELECTRIC_AUTH_JWKS",
+    "",
+    "JWKS (JSON) of the PUBLIC Ed25519 keys that verify bearer tokens: the issuer key(s) and "
+    "each service's key, with 'kid' for rotation and the members electric_roles / "
+    "electric_subjects restricting what each key may sign (docs/security.md). Required "
+    "(or ELECTRIC_AUTH_JWKS_FILE); there is no default key.",
+)
+AUTH_JWKS_FILE = EnvVar(
+    "ELECTRIC_AUTH_JWKS_FILE",
+    "",
+    "Path of a JWKS file, read at start when ELECTRIC_AUTH_JWKS is unset "
+    "(python -m electric_platform.keys DIR writes a development set).",
+)
+AUTH_SIGNING_KEY = EnvVar(
+    "ELECTRIC_AUTH_SIGNING_KEY",
+    "",
+    "The service's own PRIVATE Ed25519 JWK (JSON) that signs its calls to other services "
+    "(role service, subject = the service name); its public half must be in the JWKS. Set it "
+    "per service (ELECTRIC_<SVC>_AUTH_SIGNING_KEY) when services share an environment.",
+)
+AUTH_SIGNING_KEY_FILE = EnvVar(
+    "ELECTRIC_AUTH_SIGNING_KEY_FILE",
+    "",
+    "Path of the service's private JWK file, read when ELECTRIC_AUTH_SIGNING_KEY is unset.",
+)
+AUTH_ISSUER = EnvVar(
+    "ELECTRIC_AUTH_ISSUER",
+    "electric",
+    "Required 'iss' claim of bearer tokens (and the one the service's own tokens carry).",
+)
+AUTH_AUDIENCE = EnvVar(
+    "ELECTRIC_AUTH_AUDIENCE",
+    "electric",
+    "Required 'aud' claim of bearer tokens (and the one the service's own tokens carry).",
+)
+AUTH_MAX_TOKEN_LIFETIME = EnvVar(
+    "ELECTRIC_AUTH_MAX_TOKEN_LIFETIME_SECONDS",
+    "86400",
+    "Longest accepted bearer-token lifetime (exp - iat), seconds; longer tokens and tokens "
+    "without iat are rejected.",
+)
+PAGE_TOKEN_KEY = EnvVar(
+    "ELECTRIC_PAGE_TOKEN_KEY",
+    "",
+    "Secret (at least 32 characters) of the HMAC that makes page tokens tamper-evident; "
+    "every instance of a service needs the same value. Empty = a random key per process "
+    "(page tokens do not survive a restart).",
+    per_service=False,
 )
 LOG_LEVEL = EnvVar(
     "ELECTRIC_LOG_LEVEL",
@@ -180,7 +223,14 @@ ENV_VARS: tuple[EnvVar, ...] = (
     DATABASE_URL,
     KAFKA_BOOTSTRAP_SERVERS,
     KAFKA_NAMESPACE,
-    AUTH_SECRET,
+    AUTH_JWKS,
+    AUTH_JWKS_FILE,
+    AUTH_SIGNING_KEY,
+    AUTH_SIGNING_KEY_FILE,
+    AUTH_ISSUER,
+    AUTH_AUDIENCE,
+    AUTH_MAX_TOKEN_LIFETIME,
+    PAGE_TOKEN_KEY,
     LOG_LEVEL,
     LOG_FORMAT,
     SHUTDOWN_GRACE,
@@ -224,23 +274,29 @@ class ServiceConfig:
     metrics_port: int
     database_url: str
     kafka_bootstrap_servers: str
-    auth_secret: str
     log_level: str
     log_format: str
     shutdown_grace_seconds: float
     var_dir: Path
     targets: Mapping[str, str] = field(default_factory=dict)
     kafka_namespace: str = ""
+    #: JWKS JSON text of the verification keys ("" = none given inline).
+    auth_jwks: str = ""
+    #: Path of a JWKS file (read at start when ``auth_jwks`` is empty).
+    auth_jwks_file: str = ""
+    #: The service's private JWK JSON text for its outgoing calls ("" = none given inline).
+    auth_signing_key: str = field(default="", repr=False)
+    #: Path of the service's private JWK file (read at start when the inline key is empty).
+    auth_signing_key_file: str = ""
+    auth_issuer: str = "electric"
+    auth_audience: str = "electric"
+    auth_max_token_lifetime: float = DEFAULT_MAX_TOKEN_LIFETIME
+    page_token_key: str = field(default="", repr=False)
 
     @property
     def uses_kafka(self) -> bool:
         """True when events go to Kafka, False for the in-process bus."""
         return bool(self.kafka_bootstrap_servers)
-
-    @property
-    def auth_secret_is_default(self) -> bool:
-        """True when the public development secret is in use."""
-        return self.auth_secret == DEV_AUTH_SECRET
 
     @property
     def events_topic(self) -> str:
@@ -265,7 +321,13 @@ class ServiceConfig:
             "database_url": _mask_url(self.database_url),
             "kafka_bootstrap_servers": self.kafka_bootstrap_servers or "(in-process bus)",
             "kafka_namespace": self.kafka_namespace,
-            "auth_secret": "(development default)" if self.auth_secret_is_default else "(set)",
+            "auth_jwks": "(inline)" if self.auth_jwks else self.auth_jwks_file or "(missing)",
+            "auth_signing_key": (
+                "(inline)" if self.auth_signing_key else self.auth_signing_key_file or "(none)"
+            ),
+            "auth_issuer": self.auth_issuer,
+            "auth_audience": self.auth_audience,
+            "auth_max_token_lifetime": self.auth_max_token_lifetime,
             "log_level": self.log_level,
             "shutdown_grace_seconds": self.shutdown_grace_seconds,
         }
@@ -356,7 +418,15 @@ def load_config(service: str, environ: Mapping[str, str] | None = None) -> Servi
     kafka = env.get(KAFKA_BOOTSTRAP_SERVERS.override_name(service))
     if kafka is None:
         kafka = env.get(KAFKA_BOOTSTRAP_SERVERS.name, KAFKA_BOOTSTRAP_SERVERS.default)
-    secret = get(AUTH_SECRET)
+    try:
+        lifetime = float(get(AUTH_MAX_TOKEN_LIFETIME))
+    except ValueError:
+        raise ConfigError(f"{AUTH_MAX_TOKEN_LIFETIME.name} must be a number of seconds") from None
+    if lifetime <= 0:
+        raise ConfigError(f"{AUTH_MAX_TOKEN_LIFETIME.name} must be positive")
+    page_key = get(PAGE_TOKEN_KEY)
+    if page_key and len(page_key) < 32:
+        raise ConfigError(f"{PAGE_TOKEN_KEY.name} must be at least 32 characters")
     return ServiceConfig(
         service=service,
         grpc_host=get(GRPC_HOST),
@@ -365,11 +435,29 @@ def load_config(service: str, environ: Mapping[str, str] | None = None) -> Servi
         metrics_port=_int(METRICS_PORT, get(METRICS_PORT), minimum=-1),
         database_url=get(DATABASE_URL),
         kafka_bootstrap_servers=kafka.strip(),
-        auth_secret=secret,
         log_level=log_level,
         log_format=log_format,
         shutdown_grace_seconds=grace,
         var_dir=Path(var_dir_text),
         targets={name: get(var) for name, var in _TARGETS.items()},
         kafka_namespace=_namespace(get(KAFKA_NAMESPACE)),
+        auth_jwks=get(AUTH_JWKS),
+        auth_jwks_file=get(AUTH_JWKS_FILE),
+        auth_signing_key=get(AUTH_SIGNING_KEY),
+        auth_signing_key_file=get(AUTH_SIGNING_KEY_FILE),
+        auth_issuer=get(AUTH_ISSUER),
+        auth_audience=get(AUTH_AUDIENCE),
+        auth_max_token_lifetime=lifetime,
+        page_token_key=page_key,
     )
+
+
+def inline_or_file(inline: str, var: EnvVar, path: str) -> str:
+    """``inline`` if set, else the content of file ``path`` (if set), else "" (key material
+    is read when a service starts, not when its configuration is resolved)."""
+    if inline or not path:
+        return inline
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{var.name}={path!r} cannot be read: {exc.strerror}") from None

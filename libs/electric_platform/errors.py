@@ -12,9 +12,16 @@ libraries in every language can decode. The ``google.rpc.Status`` is built by
 
 Errors of the libraries below the edge (the event log's :class:`~electric_eventlog.EventLogError`
 family, typed domain errors) carry no gRPC knowledge; :func:`status_for` maps them by type.
+
+Bounded echo: a message never carries more than :data:`MAX_WORD` characters of one word
+(a run without spaces, e.g. an echoed id) nor more than :data:`MAX_MESSAGE` characters in
+all (:func:`bound_text`, applied by the :class:`ServiceError` constructor and to the text
+fields of details), so a 1 MB input never comes back as a 1 MB error.
 """
 
 from __future__ import annotations
+
+import re
 
 import grpc
 from electric_eventlog.errors import (
@@ -25,12 +32,56 @@ from electric_eventlog.errors import (
     StreamNotFoundError,
 )
 from google.protobuf import any_pb2
+from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 from google.rpc import status_pb2
 from grpc_status import rpc_status
 
+from electric_platform.context import request_id
+
 #: Trailer key that carries a serialized ``google.rpc.Status``.
 STATUS_DETAILS_KEY = "grpc-status-details-bin"
+#: Longest run of non-space characters an error message keeps (then "…").
+MAX_WORD = 64
+#: Longest error message (then "…").
+MAX_MESSAGE = 512
+_LONG_WORD = re.compile(r"\S{" + str(MAX_WORD + 1) + ",}")
+
+
+def bound_text(text: str) -> str:
+    """``text`` with every word cut to :data:`MAX_WORD` characters and the whole to
+    :data:`MAX_MESSAGE`, each cut marked with "…"."""
+    if len(text) > 4 * MAX_MESSAGE:  # don't scan a megabyte for words
+        text = text[: 4 * MAX_MESSAGE]
+    text = _LONG_WORD.sub(lambda m: m.group(0)[:MAX_WORD] + "…", text)
+    if len(text) > MAX_MESSAGE:
+        text = text[:MAX_MESSAGE] + "…"
+    return text
+
+
+def bound_detail(detail: Message) -> Message:
+    """A copy of ``detail`` whose string fields (nested too) are bounded by :func:`bound_text`."""
+    copy = type(detail)()
+    copy.CopyFrom(detail)
+    _bound_fields(copy)
+    return copy
+
+
+def _bound_fields(message: Message) -> None:
+    for fd, value in message.ListFields():
+        repeated = fd.is_repeated
+        if fd.type == FieldDescriptor.TYPE_STRING:
+            if repeated:
+                bounded = [bound_text(v) for v in value]
+                del value[:]
+                value.extend(bounded)
+            else:
+                setattr(message, fd.name, bound_text(value))
+        elif fd.type == FieldDescriptor.TYPE_MESSAGE:
+            if fd.message_type is None or fd.message_type.GetOptions().map_entry:
+                continue
+            for item in value if repeated else [value]:
+                _bound_fields(item)
 
 
 class ServiceError(Exception):
@@ -45,6 +96,7 @@ class ServiceError(Exception):
         code: grpc.StatusCode | None = None,
         detail: Message | None = None,
     ) -> None:
+        message = bound_text(message)
         super().__init__(message)
         self.message = message
         if code is not None:
@@ -108,6 +160,14 @@ _STATUS_BY_TYPE: dict[type[BaseException], grpc.StatusCode] = {
     DuplicateEventError: grpc.StatusCode.ALREADY_EXISTS,
     SchemaError: grpc.StatusCode.FAILED_PRECONDITION,
     EventLogError: grpc.StatusCode.INTERNAL,
+    # Input the edge did not validate reaching a layer that cannot hold it (e.g. SQLite's
+    # "Python int too large to convert to SQLite INTEGER"): the caller's fault.
+    OverflowError: grpc.StatusCode.INVALID_ARGUMENT,
+}
+
+#: Fixed messages of the last-resort mapping (the error's own text may hold internals).
+_GENERIC_MESSAGES: dict[grpc.StatusCode, str] = {
+    grpc.StatusCode.INVALID_ARGUMENT: "a value in the request is out of range",
 }
 
 
@@ -130,6 +190,32 @@ def status_for(error: BaseException) -> grpc.StatusCode:
         if code is not None:
             return code
     return grpc.StatusCode.INTERNAL
+
+
+def service_error_for(error: BaseException) -> ServiceError:
+    """The :class:`ServiceError` to answer for ``error`` (the last resort at the edge).
+
+    A :class:`ServiceError` is itself. Types registered with :func:`map_status` (typed domain
+    errors) keep their (bounded) message; input errors such as ``OverflowError`` get a fixed
+    message; anything else is INTERNAL with only the request id, never the error's text. A
+    failed call to another service is UNAVAILABLE when that service is unavailable.
+    """
+    if isinstance(error, ServiceError):
+        return error
+    if isinstance(error, grpc.aio.AioRpcError):
+        if error.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+            return Unavailable("a service this call depends on is unavailable; retry later")
+        return ServiceError(_internal_message(), code=grpc.StatusCode.INTERNAL)
+    code = status_for(error)
+    if code is grpc.StatusCode.INTERNAL:
+        return ServiceError(_internal_message(), code=code)
+    generic = _GENERIC_MESSAGES.get(code) if isinstance(error, OverflowError) else None
+    return ServiceError(generic or str(error) or code.name.lower(), code=code)
+
+
+def _internal_message() -> str:
+    rid = request_id()
+    return f"internal error (request id {rid})" if rid else "internal error"
 
 
 def rich_status(code: grpc.StatusCode, message: str, detail: Message) -> grpc.Status:

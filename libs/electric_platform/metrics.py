@@ -35,7 +35,7 @@ from prometheus_client import (
     start_http_server,
 )
 
-from electric_platform.errors import ServiceError
+from electric_platform.errors import ServiceError, service_error_for
 from electric_platform.rpc import (
     Context,
     HandlerCallDetails,
@@ -134,7 +134,9 @@ def status_of(context: Context, exc: BaseException | None) -> grpc.StatusCode:
         return code
     if exc is None:
         return grpc.StatusCode.OK
-    return grpc.StatusCode.UNKNOWN
+    if isinstance(exc, grpc.aio.AbortError):
+        return grpc.StatusCode.UNKNOWN
+    return service_error_for(exc).code  # what the outermost wrapper will answer
 
 
 class MetricsInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]

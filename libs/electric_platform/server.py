@@ -2,7 +2,8 @@
 
 A host owns a ``grpc.aio`` server with, in this order, the context interceptor (request and
 correlation ids, log binding), the metrics interceptor, the auth interceptor and any extra
-interceptors; gRPC health checking and server reflection; the ``/metrics`` HTTP server;
+interceptors; gRPC health checking and server reflection (v1 and v1alpha, with the protos'
+comments); the ``/metrics`` HTTP server;
 background tasks; and start-up/shutdown hooks. :func:`run_hosts` runs one or several hosts in
 one asyncio loop (one gRPC server per service, each on its own port) until SIGTERM/SIGINT,
 then drains them: health NOT_SERVING, stop accepting calls, give in-flight calls
@@ -41,9 +42,8 @@ import structlog
 from google.protobuf.descriptor import ServiceDescriptor
 from grpc_health.v1 import _async as health_aio
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 
-from electric_platform.auth import DEFAULT_EXEMPT_PREFIXES, AuthInterceptor
+from electric_platform.auth import DEFAULT_EXEMPT_PREFIXES, AuthInterceptor, token_policy
 from electric_platform.config import ConfigError, ServiceConfig, load_config
 from electric_platform.context import (
     CORRELATION_ID_KEY,
@@ -53,6 +53,8 @@ from electric_platform.context import (
 )
 from electric_platform.log import configure_logging, get_logger
 from electric_platform.metrics import MetricsInterceptor, MetricsServer, ServiceMetrics, status_of
+from electric_platform.paging import configure_page_tokens
+from electric_platform.reflection import enable_reflection
 from electric_platform.retry import Stopped, retry_async
 from electric_platform.rpc import (
     Context,
@@ -137,7 +139,9 @@ class ContextInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
                         grpc_service=svc,
                         grpc_method=method,
                         code=code.name,
-                        exc_info=error if error and code is grpc.StatusCode.UNKNOWN else None,
+                        exc_info=error
+                        if error and code in (grpc.StatusCode.UNKNOWN, grpc.StatusCode.INTERNAL)
+                        else None,
                     )
                 else:
                     log.debug("rpc.completed", grpc_method=method, code=code.name)
@@ -242,28 +246,24 @@ class ServiceHost:
     async def _start(self) -> None:
         cfg = self.config
         _ensure_sqlite_dir(cfg.database_url)
-        if cfg.auth_secret_is_default:
-            self.log.warning(
-                "auth.dev_secret",
-                message="ELECTRIC_AUTH_SECRET is unset: using the PUBLIC development secret. "
-                "Anyone can mint tokens. Never run like this in production.",
-            )
+        # No default key exists: without a JWKS the service refuses to start (ConfigError).
+        policy = token_policy(cfg) if self._auth else None
+        configure_page_tokens(cfg.page_token_key)
         _ = self.stopping
         if self._setup is not None:
             await self._setup(self)
         for hook in self._startup:
             await _call(hook)
         interceptors: list[Any] = [ContextInterceptor(self.name), MetricsInterceptor(self.metrics)]
-        if self._auth:
-            interceptors.append(AuthInterceptor(cfg.auth_secret, exempt_prefixes=self._auth_exempt))
+        if policy is not None:
+            interceptors.append(AuthInterceptor(policy, exempt_prefixes=self._auth_exempt))
         interceptors.extend(self._extra_interceptors)
         server = grpc.aio.server(interceptors=interceptors)
         for _, add, servicer in self._services:
             add(servicer, server)
         self._health = health_aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
-        names = [*self.service_names, health.SERVICE_NAME, reflection.SERVICE_NAME]
-        reflection.enable_server_reflection(names, server)
+        enable_reflection(server, [*self.service_names, health.SERVICE_NAME])
         self.grpc_port = server.add_insecure_port(f"{cfg.grpc_host}:{cfg.grpc_port}")
         if self.grpc_port == 0:
             raise OSError(f"cannot bind gRPC {cfg.grpc_host}:{cfg.grpc_port}")
@@ -415,6 +415,8 @@ def main(service: str, setup: SetupFn, **host_options: Any) -> None:
     """Entry point of ``python -m electric_<service>``: load config, serve, exit."""
     try:
         config = load_config(service)
+        if host_options.get("auth", True):
+            token_policy(config)  # no keys, unreadable keys: say so before anything starts
     except ConfigError as exc:
         print(f"electric_{service}: configuration error: {exc}", file=sys.stderr)
         sys.exit(2)

@@ -1,10 +1,14 @@
-"""``python -m electric_platform.token --sub alice --role player``: print a bearer token.
+"""``python -m electric_platform.token --key KEY.jwk.json --sub alice --role player``: print a
+bearer token signed with a private Ed25519 JWK.
 
-The secret is ``--secret``, else ``ELECTRIC_AUTH_SECRET``, else the development default.
-Use it as gRPC metadata ``authorization: Bearer <token>``, e.g. with grpcurl:
-``grpcurl -plaintext -H "authorization: Bearer $(python -m electric_platform.token
---sub alice --role player)" 127.0.0.1:50051
-electric.registration.v1.RegistrationService/ListLobby``.
+The key is ``--key``, else the file named by ``ELECTRIC_AUTH_ISSUER_KEY_FILE``. The embedded
+run (``make run``) writes its issuer key to ``var/keys/issuer.jwk.json`` and prints this
+command; ``python -m electric_platform.keys DIR`` writes a development key set. The key must
+be allowed to sign the role (an issuer key signs player, operator and auditor tokens; a
+service key only its own service tokens). Use the token as gRPC metadata
+``authorization: Bearer <token>``, e.g. ``grpcurl -plaintext -H "authorization: Bearer
+$(python -m electric_platform.token --key var/keys/issuer.jwk.json --sub alice --role
+player)" 127.0.0.1:50051 electric.registration.v1.RegistrationService/ListLobby``.
 """
 
 from __future__ import annotations
@@ -13,8 +17,11 @@ import argparse
 import os
 import sys
 
-from electric_platform.auth import Role, issue_token
-from electric_platform.config import AUTH_SECRET, DEV_AUTH_SECRET
+from electric_platform.auth import AUDIENCE, ISSUER, Role, issue_token
+from electric_platform.keys import KeyMaterialError, SigningKey
+
+#: Environment variable naming the issuer's private key file for this command.
+ISSUER_KEY_FILE = "ELECTRIC_AUTH_ISSUER_KEY_FILE"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,13 +35,28 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--ttl", type=float, default=3600.0, help="validity in seconds")
     parser.add_argument(
-        "--secret", default=None, help=f"signing secret (default ${AUTH_SECRET.name})"
+        "--key", default=None, help=f"private JWK file that signs (default ${ISSUER_KEY_FILE})"
     )
+    parser.add_argument("--issuer", default=ISSUER, help="'iss' claim")
+    parser.add_argument("--audience", default=AUDIENCE, help="'aud' claim")
     args = parser.parse_args(argv)
-    secret = args.secret or os.environ.get(AUTH_SECRET.name) or DEV_AUTH_SECRET
-    if secret == DEV_AUTH_SECRET:
-        print("warning: signing with the public development secret", file=sys.stderr)
-    print(issue_token(args.sub, args.role, secret, args.ttl))
+    path = args.key or os.environ.get(ISSUER_KEY_FILE)
+    if not path:
+        print(
+            f"error: no signing key: pass --key FILE or set {ISSUER_KEY_FILE} "
+            "(make run prints the path of its issuer key)",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        key = SigningKey.from_file(path)
+        token = issue_token(
+            args.sub, args.role, key, args.ttl, issuer=args.issuer, audience=args.audience
+        )
+    except (KeyMaterialError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(token)
     return 0
 
 

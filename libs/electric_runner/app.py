@@ -10,6 +10,13 @@ and exits 0.
 Configuration is the services' own environment variables (docs/platform.md); the plain
 ``DATABASE_URL`` is ignored here (four services must not share one database: use
 ``ELECTRIC_<SVC>_DATABASE_URL``). See docs/running.md.
+
+Tokens: at every start the runner writes a fresh Ed25519 key set into ``<var dir>/keys/``
+(the issuer key and one key per service, private files mode 0600, plus the public
+``jwks.json`` the services verify with) and prints how to mint a token with the issuer key;
+there is no shared development secret. To use keys of your own, set
+``ELECTRIC_AUTH_JWKS`` / ``ELECTRIC_AUTH_JWKS_FILE``, the services' signing keys and
+``ELECTRIC_AUTH_ISSUER_KEY_FILE``.
 """
 
 from __future__ import annotations
@@ -38,8 +45,10 @@ from electric_platform.config import (
     load_config,
 )
 from electric_platform.eventpath import inprocess_bus
+from electric_platform.keys import SigningKey, write_dev_keys
 from electric_platform.log import configure_logging
 from electric_platform.server import ServiceHost, run_hosts
+from electric_platform.token import ISSUER_KEY_FILE
 
 from electric_runner.summary import Figures, follow_events, poll_wallet, render
 
@@ -92,6 +101,22 @@ def embedded_environ(base: Mapping[str, str], *, free_ports: bool = False) -> di
             )
         env.setdefault(f"ELECTRIC_{service.upper()}_TARGET", f"127.0.0.1:{port}")
     return env
+
+
+def embedded_keys(env: dict[str, str]) -> Path:
+    """Make sure ``env`` carries token keys; returns the issuer's private key file.
+
+    Keys given in ``env`` (a JWKS and ``ELECTRIC_AUTH_ISSUER_KEY_FILE``) are used as they
+    are; otherwise a fresh set is written into ``<ELECTRIC_VAR_DIR>/keys`` and ``env`` gets
+    the variables that point the services at it.
+    """
+    given = env.get("ELECTRIC_AUTH_JWKS") or env.get("ELECTRIC_AUTH_JWKS_FILE")
+    if given and env.get(ISSUER_KEY_FILE):
+        return Path(env[ISSUER_KEY_FILE])
+    files = write_dev_keys(Path(env.get("ELECTRIC_VAR_DIR") or "var") / "keys")
+    env.update(files.env())
+    env[ISSUER_KEY_FILE] = str(files.issuer)
+    return files.issuer
 
 
 @dataclass
@@ -171,7 +196,9 @@ def _route_logs(path: str, var_dir: Path) -> str:
     return str(target)
 
 
-def header(hosts: Sequence[ServiceHost], cfg: ServiceConfig, log_target: str) -> list[str]:
+def header(
+    hosts: Sequence[ServiceHost], cfg: ServiceConfig, log_target: str, issuer_key: Path
+) -> list[str]:
     """The lines printed once at start: where to connect and how to get a token."""
     lines = ["Electric Poker — embedded platform (4 services in one process)", ""]
     for host in hosts:
@@ -186,17 +213,16 @@ def header(hosts: Sequence[ServiceHost], cfg: ServiceConfig, log_target: str) ->
         f"  state: SQLite under {cfg.var_dir}/ (one file per service), events: {storage}",
         f"  logs: {log_target}",
         "",
-        "  token:   TOKEN=$(.venv/bin/python -m electric_platform.token --sub alice --role player)",
+        f"  keys:    {issuer_key.parent}/ (fresh Ed25519 keys of this run; issuer key "
+        f"{issuer_key.name})",
+        "  token:   TOKEN=$(.venv/bin/python -m electric_platform.token "
+        f"--key {issuer_key} --sub alice --role player)",
         '  call:    grpcurl -plaintext -H "authorization: Bearer $TOKEN" '
         f"127.0.0.1:{hosts[0].grpc_port} electric.registration.v1.RegistrationService/ListLobby",
         "  (operator calls, e.g. wallet Deposit: --role operator; see docs/running.md)",
         "  Ctrl-C stops.",
         "",
     ]
-    if cfg.auth_secret_is_default:
-        lines.insert(
-            -1, "  NOTE: ELECTRIC_AUTH_SECRET unset: the public development secret signs tokens."
-        )
     return lines
 
 
@@ -244,6 +270,8 @@ async def run(options: RunnerOptions, environ: Mapping[str, str] | None = None) 
     env = embedded_environ(
         os.environ if environ is None else environ, free_ports=options.free_ports
     )
+    issuer_path = embedded_keys(env)
+    issuer_key = SigningKey.from_file(issuer_path)
     configs = {name: load_config(name, env) for name in SERVICES}
     first = configs["registration"]
     configure_logging(first.log_level, first.log_format)
@@ -262,9 +290,9 @@ async def run(options: RunnerOptions, environ: Mapping[str, str] | None = None) 
         nonlocal runner
         by_name = {h.name: h for h in started}
         ordered = [by_name[name] for name in SERVICES]
-        print("\n".join(header(ordered, first, log_target)), flush=True)
+        print("\n".join(header(ordered, first, log_target, issuer_path)), flush=True)
         bus: EventBus = inprocess_bus() if not first.uses_kafka else _kafka_bus(first)
-        operator = TokenSource(first.auth_secret, "electric-runner", Role.OPERATOR)
+        operator = TokenSource(issuer_key, "electric-runner", Role.OPERATOR)
         wallet_target = f"127.0.0.1:{by_name['wallet'].grpc_port}"
         tasks.append(asyncio.create_task(follow_events(bus, figures, stop)))
         tasks.append(asyncio.create_task(poll_wallet(wallet_target, operator, figures, stop)))
@@ -276,7 +304,7 @@ async def run(options: RunnerOptions, environ: Mapping[str, str] | None = None) 
                         table=f"127.0.0.1:{by_name['table'].grpc_port}",
                         wallet=wallet_target,
                     ),
-                    secret=first.auth_secret,
+                    key=issuer_key,
                     bots=options.bots,
                     mix=options.mix,
                     entries=options.entries,

@@ -32,19 +32,20 @@ from electric_eventlog import (
     migrate,
 )
 from electric_payout.app import setup as payout_setup
-from electric_platform import ServiceHost, issue_token, load_config
+from electric_platform import ServiceHost, load_config
 from electric_platform.eventpath import inprocess_bus
 from electric_registration.app import setup as registration_setup
 from electric_wallet.app import setup as wallet_setup
 from sqlalchemy import Engine
 
-SECRET = "reg-payout-test-secret-0123456789abcdef0123456789"
+from tests.support.auth import auth_env, bearer
+
 T = TypeVar("T")
 
 
 def md(subject: str, role: str = "player") -> tuple[tuple[str, str], ...]:
     """Call metadata with a bearer token for ``subject``."""
-    return (("authorization", f"Bearer {issue_token(subject, role, SECRET)}"),)
+    return bearer(subject, role)
 
 
 OPS = md("ops", "operator")
@@ -161,7 +162,7 @@ async def start_stack(
     }
     env = {
         "ELECTRIC_VAR_DIR": str(tmp_path),
-        "ELECTRIC_AUTH_SECRET": SECRET,
+        **auth_env(),
         "ELECTRIC_GRPC_PORT": "0",
         "ELECTRIC_METRICS_PORT": "-1",
         "ELECTRIC_LOG_LEVEL": "WARNING",

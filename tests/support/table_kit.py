@@ -20,15 +20,15 @@ from electric.table.v1 import table_pb2, table_pb2_grpc
 from electric_domain.tournament import default_config, draw_multiplier
 from electric_eventlog import envelope_message, pack
 from electric_eventlog.bus import OutgoingMessage
-from electric_platform import issue_token
 from google.protobuf.duration_pb2 import Duration
 
-SECRET = "table-test-secret-0123456789abcdef0123456789"
+from tests.support.auth import bearer
+
 REG_TOPIC = "electric.registration.events"
 
 
-def md(sub: str, role: str = "player", secret: str = SECRET) -> tuple[tuple[str, str], ...]:
-    return (("authorization", f"Bearer {issue_token(sub, role, secret, 3600)}"),)
+def md(sub: str, role: str = "player") -> tuple[tuple[str, str], ...]:
+    return bearer(sub, role)
 
 
 def _ms(ms: int) -> Duration:
@@ -144,6 +144,8 @@ class Bot:
     seed: int = 0
     passive: bool = False  # never acts (timeouts)
     views: list[table_pb2.TableView] = field(default_factory=list)
+    #: Every WatchTable message carrying an event, in order (the story the bot was told).
+    events: list[table_pb2.WatchTableResponse] = field(default_factory=list)
     acted: dict[str, tuple[int, int]] = field(default_factory=dict)  # request id -> (hand, seq)
     errors: list[grpc.StatusCode] = field(default_factory=list)
     think: float = 0.0
@@ -178,6 +180,10 @@ class Bot:
                 table_pb2.WatchTableRequest(table_id=self.table_id), metadata=md(self.name)
             )
             async for resp in stream:
+                if resp.HasField("event"):
+                    self.events.append(resp)
+                if not resp.HasField("table"):
+                    continue  # an event followed by more events: the snapshot comes last
                 view = resp.table
                 self.views.append(view)
                 if view.status == table_pb2.TABLE_STATUS_FINISHED:

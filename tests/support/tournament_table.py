@@ -25,6 +25,7 @@ from electric_domain.tournament.events import (
     DealHand,
     Event,
     HandEvent,
+    ShowSettings,
 )
 
 CFG = default_config()
@@ -49,13 +50,20 @@ class Table:
         )
         self.hand_seed = 0
 
-    def deal(self, at: int, hole: dict[int, str] | None = None, board: str = "") -> list[Event]:
-        """Deal the next hand; ``hole`` maps table seat -> "AsAh"; ``board`` 5 cards."""
+    def deal(
+        self,
+        at: int,
+        hole: dict[int, str] | None = None,
+        board: str = "",
+        settings: tuple[ShowSettings, ...] = (),
+    ) -> list[Event]:
+        """Deal the next hand; ``hole`` maps table seat -> "AsAh"; ``board`` 5 cards;
+        ``settings`` the seats' showdown settings (default: muck what may be mucked)."""
         self.hand_seed += 1
         seed = bytes([self.hand_seed]) * 32
         if hole is not None:
             self.decks[seed] = self._stack(hole, board)
-        return self.t.handle(DealHand(at, seed))
+        return self.t.handle(DealHand(at, seed, settings))
 
     def _stack(self, hole: dict[int, str], board: str) -> tuple[int, ...]:
         st = self.t.state
@@ -66,7 +74,7 @@ class Table:
         pos = (
             first_positions(st.first_button, live, 3)
             if st.positions is None
-            else next_positions(st.positions, live, 3)
+            else next_positions(st.positions, live, 3, self.cfg.button_rule)
         )
         button_idx = live.index(pos.button)
         hole_pos, board_pos = deal_positions(n)

@@ -14,11 +14,13 @@ import grpc
 import pytest
 from electric.wallet.v1 import ledger_pb2, wallet_pb2, wallet_pb2_grpc
 from electric_eventlog import EventStore, create_engine
-from electric_platform.auth import AuthInterceptor, issue_token
+from electric_platform.auth import AuthInterceptor
 from electric_platform.server import ContextInterceptor
 from electric_wallet import store
 from electric_wallet.api import WalletApi
 from electric_wallet.handlers import Result, Wallet
+
+from tests.support.auth import KEYSET, bearer
 
 
 def open_wallet(database_url: str, *, observe: Callable[[Result], None] | None = None) -> Wallet:
@@ -33,12 +35,11 @@ def open_wallet(database_url: str, *, observe: Callable[[Result], None] | None =
 
 # --------------------------------------------------------------------------- over gRPC
 
-SECRET = "wallet-test-secret-0123456789abcdef0123"
 OK = grpc.StatusCode.OK
 
 
 def md(role: str, subject: str) -> tuple[tuple[str, str], ...]:
-    return (("authorization", f"Bearer {issue_token(subject, role, SECRET)}"),)
+    return bearer(subject, role)
 
 
 OPERATOR = md("operator", "op-1")
@@ -59,7 +60,7 @@ class Env:
 async def serve_wallet(database_url: str) -> AsyncIterator[Env]:
     """The wallet's servicer on an aio server at 127.0.0.1:0, and a stub on it."""
     wallet = open_wallet(database_url)
-    server = grpc.aio.server(interceptors=[ContextInterceptor("wallet"), AuthInterceptor(SECRET)])
+    server = grpc.aio.server(interceptors=[ContextInterceptor("wallet"), AuthInterceptor(KEYSET)])
     wallet_pb2_grpc.add_WalletServiceServicer_to_server(WalletApi(wallet), server)
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()

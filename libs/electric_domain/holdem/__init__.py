@@ -46,6 +46,7 @@ from electric_domain.holdem.engine import (
     replay,
     showdown_options,
     step,
+    step_fold_anyway,
 )
 from electric_domain.holdem.events import (
     AntePosted,
@@ -127,5 +128,6 @@ __all__ = [
     "showdown_options",
     "start_hand",
     "step",
+    "step_fold_anyway",
     "timeout_command",
 ]

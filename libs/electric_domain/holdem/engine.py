@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from electric_domain.holdem.commands import Command
 from electric_domain.holdem.decide import _DECIDE, _decide_primary
-from electric_domain.holdem.events import Event, HandEnded
+from electric_domain.holdem.events import Event, Folded, HandEnded
 from electric_domain.holdem.fold import (
     _APPLY,
     _PH_BETTING,
@@ -29,7 +29,7 @@ from electric_domain.holdem.fold import (
 )
 from electric_domain.holdem.rules import _can_muck, legal_actions, showdown_options
 from electric_domain.holdem.showdown import _auto_events
-from electric_domain.holdem.state import HandState
+from electric_domain.holdem.state import CommandRejected, HandState
 
 # The engine's public surface (and ``_can_muck``, used by the driver and the PHH replay).
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "replay",
     "showdown_options",
     "step",
+    "step_fold_anyway",
     "step_in_place",
 ]
 
@@ -64,6 +65,11 @@ def step_in_place(s: HandState, command: Command) -> list[Event]:
     must be discarded.
     """
     events = _DECIDE.get(type(command), _decide_primary)(s, command)  # pure: may raise
+    return _with_consequences(s, events)
+
+
+def _with_consequences(s: HandState, events: list[Event]) -> list[Event]:
+    """Apply ``events`` to ``s`` in place, then every automatic consequence."""
     apply_fns = _APPLY
     for e in events:
         apply_fns[type(e)](s, e)
@@ -83,6 +89,19 @@ def step_in_place(s: HandState, command: Command) -> list[Event]:
             events.append(more)
             if type(more) is HandEnded:
                 return events
+
+
+def step_fold_anyway(state: HandState, player: int) -> tuple[HandState, list[Event]]:
+    """The actor ``player`` folds even with nothing to call (the engine's own rule, like
+    PokerKit's, refuses that fold: "check instead"). A table rule for callers that always
+    offer fold (seed 000: fold is offered to every player, the big blind too); the events are
+    the ordinary `Folded` and its automatic consequences, so `apply`/`replay` need nothing
+    new. Raises :class:`CommandRejected` when ``player`` is not to act."""
+    la = legal_actions(state)
+    if la is None or la.player != player:
+        raise CommandRejected(f"player {player} is not to act")
+    s = state.copy()
+    return s, _with_consequences(s, [Folded(player)])
 
 
 def decide(state: HandState, command: Command) -> list[Event]:

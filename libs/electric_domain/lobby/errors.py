@@ -82,9 +82,56 @@ class TableAlreadyFilled(LobbyError):
     """Entries can no longer be withdrawn: the table filled."""
 
     def __init__(self, table_id: str, table_name: str, status: str) -> None:
+        if status == "cancelled":
+            message = (
+                f"table {table_name!r} was cancelled: every entry's buy-in is being given "
+                "back, there is nothing to unregister"
+            )
+        else:
+            message = (
+                f"table {table_name!r} is full: the third player registered, so entries can "
+                "no longer unregister"
+            )
+        super().__init__(message)
+        self.table_id = table_id
+        self.status = status
+
+
+class InvalidDisplayName(LobbyError):
+    """A display name breaks the rules (``electric_domain.lobby.profile``)."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(f"display_name {problem}")
+        self.problem = problem
+
+
+class SettingsVersionConflict(LobbyError):
+    """An update expected another version of the player's settings."""
+
+    def __init__(self, player_id: str, expected: int, actual: int) -> None:
         super().__init__(
-            f"table {table_name!r} is full: the third player registered, so entries can no "
-            "longer unregister"
+            f"settings of player {player_id!r} are at version {actual}, not {expected}; "
+            "read them again"
+        )
+        self.player_id = player_id
+        self.expected = expected
+        self.actual = actual
+
+
+class TableNotCancellable(LobbyError):
+    """The table started (or finished): it can no longer be cancelled."""
+
+    def __init__(self, table_id: str, status: str) -> None:
+        super().__init__(
+            f"table {table_id!r} is {status}: only a table that has not started can be cancelled"
         )
         self.table_id = table_id
         self.status = status
+
+
+class TableNotFound(LobbyError):
+    """No table has this id."""
+
+    def __init__(self, table_id: str) -> None:
+        super().__init__(f"no table {table_id!r}")
+        self.table_id = table_id

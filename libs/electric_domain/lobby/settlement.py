@@ -30,6 +30,8 @@ class OpKind(enum.Enum):
     POST = "post"
     MOVE = "move"
     VOID = "void"
+    #: Give a cancelled table's buy-in back (``electric_domain.lobby.cancel``).
+    UNWIND = "unwind"
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,8 @@ class WalletOp:
     target: Account
     amount_cents: int
     code: str
+    #: UNWIND: the player the buy-in goes back to.
+    player_id: str = ""
 
     @property
     def op_id(self) -> str:

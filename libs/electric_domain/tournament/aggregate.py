@@ -204,7 +204,7 @@ class Tournament(HandFlow):
             st.turn is None or st.turn.seat != cmd.seat or cmd.at < st.turn.deadline
         ):
             raise NotAllowedNow(
-                RejectReason.NO_EXPIRED_TIMER, f"no expired turn timer for seat {cmd.seat}"
+                RejectReason.NO_EXPIRED_TIMER, "no expired turn timer for that seat"
             )
         out: list[Event] = []
         self._out = out
@@ -251,9 +251,9 @@ class Tournament(HandFlow):
     def _seat_ok(self, seat: int) -> None:
         st = self.state
         if not 0 <= seat < len(st.seats):
-            raise InvalidCommand(RejectReason.NO_SUCH_SEAT, f"no seat {seat}")
+            raise InvalidCommand(RejectReason.NO_SUCH_SEAT, "no such seat at this table")
         if st.seats[seat].eliminated:
-            raise NotAllowedNow(RejectReason.ELIMINATED, f"seat {seat} is eliminated")
+            raise NotAllowedNow(RejectReason.ELIMINATED, "that player is out of the tournament")
 
     def _deal(self, cmd: DealHand) -> None:
         st, cfg = self.state, self.config
@@ -268,7 +268,7 @@ class Tournament(HandFlow):
         if st.positions is None:
             pos = sch.first_positions(st.first_button, live, n)
         else:
-            pos = sch.next_positions(st.positions, live, n)
+            pos = sch.next_positions(st.positions, live, n, self.config.button_rule)
         level0 = st.level - 1
         sb, bb, ante = _blinds(cfg, level0)
         hand_no = st.hand_no + 1
@@ -302,6 +302,12 @@ class Tournament(HandFlow):
             ante=ante,
             deck_seed=cmd.deck_seed,
             table_size=n,
+            show_beaten=frozenset(
+                i for i, x in enumerate(cmd.settings) if i in stacks and not x.muck_losing
+            ),
+            show_uncontested=frozenset(
+                i for i, x in enumerate(cmd.settings) if i in stacks and not x.muck_winning
+            ),
         )
         self._emit_hand(evs, new_hand)
         self._progress(cmd.at)
@@ -309,11 +315,11 @@ class Tournament(HandFlow):
     def _player_act(self, cmd: Act) -> None:
         st = self.state
         if not self.hand_live() or st.turn is None or st.turn.seat != cmd.seat:
-            raise NotAllowedNow(RejectReason.NOT_YOUR_TURN, f"not seat {cmd.seat}'s turn")
+            raise NotAllowedNow(RejectReason.NOT_YOUR_TURN, "not your turn")
         try:
             move = Move(cmd.move)  # a no-op for a Move; callers without types may send text
         except ValueError as exc:
-            raise InvalidCommand(RejectReason.UNKNOWN_MOVE, f"unknown move {cmd.move!r}") from exc
+            raise InvalidCommand(RejectReason.UNKNOWN_MOVE, "unknown action") from exc
         self._do_act(cmd.seat, move, cmd.amount, cmd.at, Cause.PLAYER)
         self._progress(cmd.at)
 
@@ -337,8 +343,8 @@ class Tournament(HandFlow):
         if cmd.action not in offered:
             raise NotAllowedNow(
                 RejectReason.PRE_ACTION_NOT_OFFERED,
-                f"pre-turn action {cmd.action.value} not offered "
-                f"(to call {to_call}; offered {sorted(a.value for a in offered)})",
+                f"pre-turn action {pa.label(cmd.action)} not offered now "
+                f"(to call {to_call}; offered: {pa.labels(offered)})",
             )
         self._emit(PreActionSelected(cmd.seat, cmd.action, to_call, cmd.at, st.hand_no))
 

@@ -81,7 +81,7 @@ class RandomBot:
         la = ctx.legal
         options: list[Decide] = []
         t = _think(rng)
-        if la.can_fold:
+        if la.can_fold and not la.can_check:  # folding a free check helps nobody
             options.append(Decide(Move.FOLD, 0, t))
         if la.can_check:
             options.append(Decide(Move.CHECK, 0, t))

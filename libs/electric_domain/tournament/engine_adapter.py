@@ -16,6 +16,7 @@ the hand's `HandEnded` (which reveals the seed).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,7 @@ from typing import Any
 from electric_domain import holdem as h
 from electric_domain.cards import card_str
 from electric_domain.deck import commitment, derive_deck
+from electric_domain.evaluator import evaluate
 from electric_domain.tournament.hand_port import (
     ActionResult,
     HandFact,
@@ -44,11 +46,25 @@ class DeckEscrowed:
     table_size: int
     commitment: str
     seed_hex: str
+    #: Table seats whose players show a hand the rules let them muck (Muck Losing Hands off).
+    show_beaten: tuple[int, ...] = ()
+    #: Table seats whose players show a hand won without a showdown (Muck Winning Hands off).
+    show_uncontested: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class WinnerShown:
+    """The uncontested winner shows their hand by their setting (Muck Winning Hands off);
+    recorded after the engine's HandEnded."""
+
+    seat: int
+    cards: tuple[int, ...]
 
 
 @dataclass(frozen=True, slots=True)
 class AdaptedHand:
-    """Engine state plus the seat mapping and the deck it deals from."""
+    """Engine state plus the seat mapping, the deck it deals from and the showdown settings
+    (`DeckEscrowed`); ``revealed``: seats shown by `WinnerShown`."""
 
     seats: tuple[int, ...]
     index: tuple[int, ...]  # table seat -> engine player (-1 when not in the hand)
@@ -56,6 +72,22 @@ class AdaptedHand:
     commitment: str
     seed_hex: str
     state: h.HandState | None
+    show_beaten: tuple[int, ...] = ()
+    show_uncontested: tuple[int, ...] = ()
+    revealed: tuple[int, ...] = ()
+
+    def with_state(self, state: h.HandState | None) -> AdaptedHand:
+        return AdaptedHand(
+            self.seats,
+            self.index,
+            self.deck,
+            self.commitment,
+            self.seed_hex,
+            state,
+            self.show_beaten,
+            self.show_uncontested,
+            self.revealed,
+        )
 
 
 _BETTING = h.Phase.BETTING
@@ -91,8 +123,24 @@ def _auto_command(hand: AdaptedHand, s: h.HandState) -> h.Command | None:
     if phase is h.Phase.SHOWDOWN and s.showdown_queue:
         so = h.showdown_options(s)
         assert so is not None
-        return h.Muck(so.player) if so.can_muck else h.Show(so.player)
+        # A hand that can still win must be shown (seed rule 10); one that cannot is mucked
+        # unless the player's Muck Losing Hands setting is off.
+        mucks = so.can_muck and hand.seats[so.player] not in hand.show_beaten
+        return h.Muck(so.player) if mucks else h.Show(so.player)
     return None
+
+
+def _winner_shown(hand: AdaptedHand, s: h.HandState) -> WinnerShown | None:
+    """The uncontested winner's voluntary show, when their setting asks for it."""
+    if s.phase is not _COMPLETE or not hand.show_uncontested or hand.revealed:
+        return None
+    live = [i for i in range(s.n) if not s.folded[i]]
+    if len(live) != 1 or s.shown[live[0]]:
+        return None
+    seat = hand.seats[live[0]]
+    if seat not in hand.show_uncontested:
+        return None
+    return WinnerShown(seat, tuple(s.hole[live[0]]))
 
 
 class HoldemPort:
@@ -119,6 +167,8 @@ class HoldemPort:
         ante: int,
         deck_seed: bytes,
         table_size: int,
+        show_beaten: frozenset[int] = frozenset(),
+        show_uncontested: frozenset[int] = frozenset(),
     ) -> tuple[Any, list[Any]]:
         seats = tuple(sorted(s for s, x in stacks.items() if x > 0))
         idx = {s: i for i, s in enumerate(seats)}
@@ -134,7 +184,14 @@ class HoldemPort:
             idx[big_blind_seat],
         ):
             raise ValueError("blind seats disagree with the engine's button convention")
-        escrow = DeckEscrowed(seats, table_size, commitment(deck_seed), deck_seed.hex())
+        escrow = DeckEscrowed(
+            seats,
+            table_size,
+            commitment(deck_seed),
+            deck_seed.hex(),
+            tuple(sorted(show_beaten & set(seats))),
+            tuple(sorted(show_uncontested & set(seats))),
+        )
         hand = self.apply(None, escrow)
         events: list[Any] = [escrow, h.HandStarted(config)]
         hand = self.apply(hand, events[1])
@@ -153,11 +210,13 @@ class HoldemPort:
                 event.commitment,
                 event.seed_hex,
                 None,
+                event.show_beaten,
+                event.show_uncontested,
             )
         a: AdaptedHand = hand
-        return AdaptedHand(
-            a.seats, a.index, a.deck, a.commitment, a.seed_hex, h.apply(a.state, event)
-        )
+        if type(event) is WinnerShown:
+            return dataclasses.replace(a, revealed=(*a.revealed, event.seat))
+        return a.with_state(h.apply(a.state, event))
 
     def advance(self, hand: Any) -> tuple[Any, list[Any]]:
         a: AdaptedHand = hand
@@ -167,9 +226,15 @@ class HoldemPort:
         while True:
             cmd = _auto_command(a, s)
             if cmd is None:
+                shown = _winner_shown(a, s)
+                if shown is not None:
+                    out.append(shown)
                 if not out:
                     return a, out
-                return AdaptedHand(a.seats, a.index, a.deck, a.commitment, a.seed_hex, s), out
+                b = a.with_state(s)
+                if shown is not None:
+                    b = dataclasses.replace(b, revealed=(shown.seat,))
+                return b, out
             s, evs = h.step(s, cmd)
             out.extend(evs)
 
@@ -180,12 +245,18 @@ class HoldemPort:
         p = a.index[seat]
         la = h.legal_actions(s)
         if la is None or la.player != p:
-            raise IllegalMove(f"seat {seat} is not to act")
+            raise IllegalMove("not your turn")
         try:
-            s2, evs = h.step(s, h.command_for(move, p, amount))
+            if move is Move.FOLD and not la.can_fold:
+                # Fold is always offered (seed 000: the big blind too); the engine's own
+                # rule refuses a fold with nothing to call, so it is recorded as a plain
+                # Folded by the engine's table-rule entry point.
+                s2, evs = h.step_fold_anyway(s, p)
+            else:
+                s2, evs = h.step(s, h.command_for(move, p, amount))
         except h.CommandRejected as exc:
             raise IllegalMove(exc.reason) from exc
-        return AdaptedHand(a.seats, a.index, a.deck, a.commitment, a.seed_hex, s2), evs
+        return a.with_state(s2), evs
 
     def actor(self, hand: Any) -> int | None:
         a: AdaptedHand = hand
@@ -202,7 +273,7 @@ class HoldemPort:
             raise IllegalMove("no betting decision is pending")
         return Legal(
             seat=a.seats[la.player],
-            can_fold=la.can_fold,
+            can_fold=True,  # fold is always offered (see `act`)
             can_check=la.can_check,
             call_amount=la.call_amount,
             min_raise_to=la.min_raise_to if la.can_raise else None,
@@ -266,7 +337,11 @@ class HoldemPort:
         s = a.state
         if s is None:
             return {}
-        return {a.seats[i]: tuple(card_str(c) for c in s.hole[i]) for i in range(s.n) if s.shown[i]}
+        return {
+            a.seats[i]: tuple(card_str(c) for c in s.hole[i])
+            for i in range(s.n)
+            if s.shown[i] or a.seats[i] in a.revealed
+        }
 
     def deck_commitment(self, hand: Any) -> str:
         a: AdaptedHand = hand
@@ -315,7 +390,21 @@ class HoldemPort:
         return (repr(event),)
 
 
-_BOARD_AFTER = {1: 3, 2: 4, 3: 5}  # cards on the board once street 1 (flop) .. 3 is dealt
+_BOARD_AFTER = {1: 3, 2: 4, 3: 5}
+
+
+def _best(hole: Sequence[int], board: Sequence[int]) -> tuple[tuple[int, ...], int, str]:
+    """Best five, category value and description of a shown hand (empty before the whole
+    board is known or for unknown cards)."""
+    cards = [*hole, *board]
+    if len(board) != 5 or len(hole) != 2 or any(not 0 <= c < 52 for c in cards):
+        return ((), -1, "")
+    v = evaluate(cards)
+    return (
+        v.best_five,
+        int(v.category),
+        v.description,
+    )  # cards on the board once street 1 (flop) .. 3 is dealt
 
 
 def hand_facts(hand: AdaptedHand, events: Sequence[Any]) -> list[HandFact | None]:
@@ -363,7 +452,25 @@ def hand_facts(hand: AdaptedHand, events: Sequence[Any]) -> list[HandFact | None
             )
         elif t is h.HandShown:
             all_in = any(not s.folded[i] and s.stacks[i] - s.winnings[i] == 0 for i in range(s.n))
-            out.append(HandFact(t.__name__, seats[ev.player], cards=tuple(ev.cards), all_in=all_in))
+            out.append(
+                HandFact(
+                    t.__name__,
+                    seats[ev.player],
+                    cards=tuple(ev.cards),
+                    all_in=all_in,
+                    hands=(_best(ev.cards, s.board),),
+                )
+            )
+        elif t is WinnerShown:
+            out.append(
+                HandFact(
+                    "WinnerShown", ev.seat, cards=tuple(ev.cards), hands=(_best(ev.cards, s.board),)
+                )
+            )
+        elif t is h.HandMucked:
+            out.append(HandFact(t.__name__, seats[ev.player]))
+        elif t is h.UncalledBetReturned:
+            out.append(HandFact(t.__name__, seats[ev.player], amount=ev.amount))
         elif t is h.PotAwarded:
             out.append(
                 HandFact(
@@ -372,6 +479,10 @@ def hand_facts(hand: AdaptedHand, events: Sequence[Any]) -> list[HandFact | None
                     index=ev.index,
                     winners=tuple(
                         (seats[p], share) for p, share in zip(ev.winners, ev.shares, strict=True)
+                    ),
+                    hands=tuple(
+                        _best(s.hole[p], s.board) if s.shown[p] else ((), -1, "")
+                        for p in ev.winners
                     ),
                 )
             )

@@ -19,10 +19,25 @@ from electric_domain.tournament.preaction import PreAction
 
 @dataclass(frozen=True, slots=True)
 class DealHand:
-    """Deal the next hand with a fresh 32-byte deck seed (from the OS CSPRNG in production)."""
+    """Deal the next hand with a fresh 32-byte deck seed (from the OS CSPRNG in production).
+
+    ``settings``: each seat's showdown settings (index = seat; missing seats and an empty
+    tuple mean the defaults: muck whatever the rules let be mucked). They become part of the
+    hand's events (the adapter's `DeckEscrowed`), so replay decides exactly as live."""
 
     at: int
     deck_seed: bytes
+    settings: tuple[ShowSettings, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ShowSettings:
+    """A player's seed settings "Muck Winning Hands" / "Muck Losing Hands" (both on by
+    default). They only decide what the showdown rules leave to the player
+    (docs/tournament-rules.md "Showdown: show or muck")."""
+
+    muck_winning: bool = True
+    muck_losing: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -110,6 +110,12 @@ class HandFlow:
         return self.port.stacks(self.state.hand).get(seat, 0)
 
     def _auto(self, seat: int, auto: pa.Auto, at: int, cause: Cause) -> None:
+        if auto is pa.Auto.BET:
+            legal = self.port.legal(self.state.hand)
+            if legal.is_bet and legal.min_raise_to is not None:
+                self._do_act(seat, Move.BET, legal.min_raise_to, at, cause)
+                return
+            auto = pa.Auto.CHECK if legal.can_check else pa.Auto.FOLD
         move = {pa.Auto.FOLD: Move.FOLD, pa.Auto.CHECK: Move.CHECK, pa.Auto.CALL: Move.CALL}[auto]
         if (
             move is Move.FOLD

@@ -103,7 +103,9 @@ class HandFact:
     name; ``seat`` the table seat it concerns (-1 none); ``cards`` dealt/shown cards (ints);
     ``board`` the whole board after a street; ``all_in`` the seat has no chips behind after
     posting (posts) or some live hand was all-in (shows); ``winners`` (seat, share) pairs;
-    ``street`` of a dealt street; ``post`` the kind of a forced bet."""
+    ``street`` of a dealt street; ``post`` the kind of a forced bet; ``hands`` (best five,
+    category value, description) per winner of a pot (empty entries when the winner's hand
+    was not shown) or of a shown hand (one entry; empty before five board cards)."""
 
     kind: str
     seat: int = -1
@@ -115,6 +117,7 @@ class HandFact:
     street: Street = Street.PREFLOP
     index: int = 0
     winners: tuple[tuple[int, int], ...] = ()
+    hands: tuple[tuple[tuple[int, ...], int, str], ...] = ()
 
 
 class IllegalMove(ValueError):
@@ -136,8 +139,12 @@ class HandPort(Protocol):
         ante: int,
         deck_seed: bytes,
         table_size: int,
+        show_beaten: frozenset[int] = frozenset(),
+        show_uncontested: frozenset[int] = frozenset(),
     ) -> tuple[Any, list[Any]]:
-        """Begin a hand (forced bets posted, cards dealt): the state and its events."""
+        """Begin a hand (forced bets posted, cards dealt): the state and its events.
+        ``show_beaten``: seats that show a hand the rules would let them muck at showdown;
+        ``show_uncontested``: seats that show their hand when they win without a showdown."""
         ...
 
     def apply(self, hand: Any, event: Any) -> Any:

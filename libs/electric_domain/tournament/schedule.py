@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 
 
 def level_index(elapsed_ms: int, level_ms: int, levels: int) -> int:
@@ -78,6 +79,25 @@ def first_positions(button: int, live: Sequence[int], table_size: int) -> Positi
     return Positions(button, sb, _next_live(sb, live, table_size))
 
 
-def next_positions(prev: Positions, live: Sequence[int], table_size: int) -> Positions:
-    """Positions of the next hand: the big blind moves to the next live seat clockwise."""
-    return positions_from_bb(_next_live(prev.big_blind, live, table_size), live, table_size)
+class ButtonRule(StrEnum):
+    """How the button moves to the next hand (configuration ``button_rule``)."""
+
+    #: Seed 000 rule 11 (default): "the dealer button will be moved clockwise to the next
+    #: player" — the next live seat after the previous button; the blinds follow it.
+    NEXT_PLAYER = "next_player"
+    #: The big blind moves to the next live seat after the previous big blind; small blind
+    #: and button are placed behind it (no player posts the big blind twice in a row; when
+    #: the button player busts the button skips a seat). The rule before issue 11.
+    BIG_BLIND_FORWARD = "big_blind_forward"
+
+
+def next_positions(
+    prev: Positions,
+    live: Sequence[int],
+    table_size: int,
+    rule: ButtonRule = ButtonRule.NEXT_PLAYER,
+) -> Positions:
+    """Positions of the next hand under ``rule`` (see `ButtonRule`)."""
+    if rule is ButtonRule.BIG_BLIND_FORWARD:
+        return positions_from_bb(_next_live(prev.big_blind, live, table_size), live, table_size)
+    return first_positions(_next_live(prev.button, live, table_size), live, table_size)

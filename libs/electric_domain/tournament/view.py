@@ -32,9 +32,9 @@ class SeatView:
     player_id: str
     stack: int
     street_bet: int
-    folded: bool  # folded in the hand in progress
+    folded: bool  # folded in the hand in progress (between hands: in the last hand)
     all_in: bool
-    has_cards: bool  # still holds cards in the hand in progress
+    has_cards: bool  # still holds cards in the hand in progress (between hands: at its end)
     in_hand: bool  # dealt into the hand in progress and not folded (eligible for the pot)
     hole_cards: tuple[str, ...]
     sitting_out: bool
@@ -89,6 +89,9 @@ class PlayerView:
     legal: Legal | None
     deadline: Deadline | None
     time_bank_ms: int
+    turn_started_at: int | None  # start of the running timer (action timer or time bank)
+    actor_bank_ms: int  # time bank the seat to act has left (0 when nobody is to act)
+    action_timer_ms: int
     pre_actions: frozenset[pa.PreAction]
     pre_action: pa.Selection | None
     finished: bool
@@ -107,6 +110,8 @@ def player_view(t: Tournament, seat: int | None, at: int) -> PlayerView:
     port = t.port
     hand = st.hand
     live = t.hand_live()
+    if st.finished:
+        at = min(at, st.now)  # a finished table's clocks stop at the finish
     lvl = max(st.level, 1)
     lv = t.config.blind_levels[lvl - 1]
     has_hand = hand is not None and st.hand_no > 0
@@ -133,7 +138,9 @@ def player_view(t: Tournament, seat: int | None, at: int) -> PlayerView:
         big_blind=lv.big_blind,
         ante=lv.ante,
         level_ms=st.level_ms,
-        level_ends_at=None if st.clock_expired else st.started_at + st.level * st.level_ms,
+        level_ends_at=(
+            None if st.clock_expired or st.finished else st.started_at + st.level * st.level_ms
+        ),
         clock_remaining_ms=sch.remaining_ms(at - st.started_at, st.level_ms, st.levels),
         electric_mode=st.electric_mode or st.clock_expired,
         hand_no=st.hand_no,
@@ -158,8 +165,11 @@ def player_view(t: Tournament, seat: int | None, at: int) -> PlayerView:
         actor=st.turn.seat if st.turn is not None else None,
         actor_min_raise_to=actor_legal.min_raise_to if actor_legal is not None else None,
         legal=t.legal_actions(seat) if seat is not None else None,
-        deadline=t.deadline(),
+        deadline=t.deadline() if live else None,
         time_bank_ms=mine.bank_ms if mine is not None else 0,
+        turn_started_at=st.turn.started_at if live and st.turn is not None else None,
+        actor_bank_ms=st.seats[st.turn.seat].bank_ms if live and st.turn is not None else 0,
+        action_timer_ms=t.config.action_timer_ms,
         pre_actions=t.pre_actions_available(seat) if seat is not None else frozenset(),
         pre_action=mine.preaction if mine is not None else None,
         finished=st.finished,
@@ -182,7 +192,9 @@ def _seat_view(
     if hs is not None and hs.has_cards and (i == viewer or i in shown):
         cards = t.port.hole_cards(t.state.hand, i) if i == viewer else shown[i]
     playing = live and hs is not None
-    folded = playing and hs is not None and hs.folded
+    # Folded / has-cards describe the hand in progress or, between hands, the last one (the
+    # hand-end view keeps who folded and who held cards to the end).
+    folded = hs is not None and hs.folded
     return SeatView(
         seat=i,
         player_id=s.player_id,
@@ -190,7 +202,7 @@ def _seat_view(
         street_bet=hs.street_bet if playing and hs is not None else 0,
         folded=folded,
         all_in=playing and hs is not None and not hs.folded and hs.behind == 0,
-        has_cards=playing and hs is not None and not hs.folded and hs.has_cards,
+        has_cards=hs is not None and not hs.folded and hs.has_cards,
         in_hand=playing and not folded,
         hole_cards=cards,
         sitting_out=s.sitting_out,

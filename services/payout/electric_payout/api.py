@@ -41,8 +41,11 @@ class PayoutApi(payout_pb2_grpc.PayoutServiceServicer):
     async def GetPayouts(
         self, request: payout_pb2.GetPayoutsRequest, context: Any
     ) -> payout_pb2.GetPayoutsResponse:
-        """Any authenticated caller: tournament results are public to its audience."""
-        current_principal()
+        """Any authenticated caller: places, players and amounts are public to its audience.
+        Entry ids and wallet transfer ids are private: a player sees them on their own prizes
+        only; services, operators and auditors see all of them."""
+        principal = current_principal()
+        sees_all = principal.role in _ON_BEHALF
         if not request.tournament_id:
             raise InvalidArgument("tournament_id is required")
         rows = await asyncio.to_thread(self._prizes, request.tournament_id)
@@ -67,10 +70,14 @@ class PayoutApi(payout_pb2_grpc.PayoutServiceServicer):
                     payout_pb2.Prize(
                         place=r.place,
                         player_id=r.player_id,
-                        entry_id=r.entry_id,
+                        entry_id=r.entry_id if sees_all or principal.is_player(r.player_id) else "",
                         amount=usd(r.amount_cents),
                         status=_STATUS.get(r.status, payout_pb2.PRIZE_STATUS_UNSPECIFIED),
-                        wallet_transfer_id=r.wallet_transfer_id,
+                        wallet_transfer_id=(
+                            r.wallet_transfer_id
+                            if sees_all or principal.is_player(r.player_id)
+                            else ""
+                        ),
                         credited_at=timestamp_or_none(r.credited_at),
                     )
                     for r in rows
@@ -94,7 +101,8 @@ class PayoutApi(payout_pb2_grpc.PayoutServiceServicer):
             player = principal.subject
         else:
             require_player(player, also=_ON_BEHALF)
-        offset, size = page_window(request.page.page_size, request.page.page_token)
+        scope = f"payout.ListWinnings:{player}"
+        offset, size = page_window(request.page.page_size, request.page.page_token, scope=scope)
         rows, total = await asyncio.to_thread(self._winnings, player, offset, size + 1)
         return payout_pb2.ListWinningsResponse(
             winnings=[
@@ -112,6 +120,6 @@ class PayoutApi(payout_pb2_grpc.PayoutServiceServicer):
             ],
             total=usd(total),
             page=pagination_pb2.PageResponse(
-                next_page_token=next_page_token(offset, size, len(rows))
+                next_page_token=next_page_token(offset, size, len(rows), scope=scope)
             ),
         )

@@ -8,7 +8,7 @@ from functools import partial
 from electric.payout.v1 import payout_pb2, payout_pb2_grpc
 from electric_clients.wallet import WalletClient
 from electric_domain.tournament import TournamentConfig, default_config
-from electric_platform.auth import TokenSource
+from electric_platform.auth import service_tokens
 from electric_platform.eventmetrics import watch_consumers
 from electric_platform.eventpath import open_event_path
 from electric_platform.server import ServiceHost
@@ -32,9 +32,7 @@ async def setup(host: ServiceHost, *, config: TournamentConfig | None = None) ->
         target_metadata=metadata,
         consumes=[REGISTRATION_TOPIC, TABLE_TOPIC],
     )
-    wallet = WalletClient.connect(
-        host.config.target("wallet"), TokenSource(host.config.auth_secret, SERVICE)
-    )
+    wallet = WalletClient.connect(host.config.target("wallet"), service_tokens(host.config))
     host.on_shutdown(wallet.close)
     payouts = Payouts(path.engine, path.store, cfg)
     metrics = PayoutMetrics(host.metrics.registry)

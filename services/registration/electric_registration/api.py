@@ -4,32 +4,28 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from datetime import datetime, timedelta
 from typing import Any
 
-from electric.common.v1 import pagination_pb2, tournament_pb2
+from electric.common.v1 import pagination_pb2
 from electric.registration.v1 import registration_pb2, registration_pb2_grpc
-from electric_clients.convert import timestamp, usd
 from electric_domain import lobby
 from electric_domain.tournament import TournamentConfig
+from electric_eventlog import EventStore, utc_now
 from electric_platform import Role, correlation_id, current_principal, require_player
+from electric_platform.auth import require_role
 from electric_platform.errors import InvalidArgument, PermissionDenied
 from electric_platform.paging import next_page_token, page_window
 from google.protobuf.timestamp_pb2 import Timestamp
 from sqlalchemy import Engine
 
+from electric_registration import cancellation, profiles, views
 from electric_registration.errors import service_error
 from electric_registration.notify import Notifier
 from electric_registration.registrar import Registrar
 from electric_registration.store import repo
+from electric_registration.wallet_work import WalletWork
 
-_STATUS = {
-    "registering": registration_pb2.TABLE_STATUS_REGISTERING,
-    "filled": registration_pb2.TABLE_STATUS_RUNNING,
-    "running": registration_pb2.TABLE_STATUS_RUNNING,
-    "finished": registration_pb2.TABLE_STATUS_FINISHED,
-    "cancelled": registration_pb2.TABLE_STATUS_CANCELLED,
-}
-_SPEED = {"hyper_turbo": registration_pb2.GAME_SPEED_HYPER_TURBO}
 #: Roles that may act for a named player (besides the player themself).
 _ON_BEHALF = (Role.SERVICE, Role.OPERATOR, Role.AUDITOR)
 #: Roles that may register or unregister for a named player.
@@ -37,10 +33,14 @@ _ACT_FOR = (Role.SERVICE, Role.OPERATOR)
 #: WatchMyTables wakes on every change notified in this process, and re-reads at least this
 #: often (changes made by another instance, missed notifications).
 WATCH_POLL_SECONDS = 2.0
-_ENTRY_STATUS = {
-    "reserved": registration_pb2.ENTRY_STATUS_RESERVED,
-    "confirmed": registration_pb2.ENTRY_STATUS_CONFIRMED,
-    "unregistered": registration_pb2.ENTRY_STATUS_UNREGISTERED,
+#: WatchMyTables' default view keeps a table this long after it finished or was cancelled.
+RECENTLY_ENDED = timedelta(minutes=15)
+#: Most tables one WatchMyTables snapshot carries.
+WATCH_LIMIT = 500
+_FILTER_STATUSES: dict[int, tuple[str, ...]] = {
+    registration_pb2.MY_TABLES_FILTER_ACTIVE: repo.ACTIVE_STATUSES,
+    registration_pb2.MY_TABLES_FILTER_FINISHED: repo.ENDED_STATUSES,
+    registration_pb2.MY_TABLES_FILTER_ALL: repo.ACTIVE_STATUSES + repo.ENDED_STATUSES,
 }
 
 
@@ -52,63 +52,20 @@ def _player_for(requested: str) -> str:
             raise InvalidArgument(f"player_id is required for role {principal.role.value!r}")
         return principal.subject
     require_player(requested, also=_ON_BEHALF)
+    _check_player_id(requested)
     return requested
 
 
-def _entry(e: repo.EntryRow) -> registration_pb2.Entry:
-    return registration_pb2.Entry(
-        entry_id=e.entry_id,
-        player_id=e.player_id,
-        table_id=e.table_id,
-        tier_id=e.tier_id,
-        seat=e.seat,
-        buy_in=usd(e.buy_in_cents),
-        status=_ENTRY_STATUS.get(e.status, registration_pb2.ENTRY_STATUS_UNSPECIFIED),
-        wallet_transfer_id=e.wallet_transfer_id,
-        registered_at=timestamp(e.registered_at),
-    )
+def _check_player_id(player_id: str) -> None:
+    """A named player id must be well formed (INVALID_ARGUMENT, not echoed)."""
+    if not lobby.valid_player_id(player_id):
+        raise InvalidArgument("player_id must be 1..100 characters of [A-Za-z0-9._@+=-]")
 
 
-def _status_text(row: repo.MyTableRow) -> str:
-    if row.status == "registering":
-        return f"Waiting {row.players_registered}/{row.seats}"
-    if row.status == "filled":
-        return "Starting"
-    if row.status == "running":
-        return f"Hand {row.current_hand_number}" if row.current_hand_number else "Starting"
-    return row.status.capitalize()
-
-
-def _my_table(row: repo.MyTableRow, multipliers: tuple[int, ...]) -> registration_pb2.MyTable:
-    status = _STATUS.get(row.status, registration_pb2.TABLE_STATUS_UNSPECIFIED)
-    drawn = row.multiplier > 0
-    low = row.prize_pool_cents if drawn else min(multipliers) * row.buy_in_cents
-    high = row.prize_pool_cents if drawn else max(multipliers) * row.buy_in_cents
-    return registration_pb2.MyTable(
-        table_id=row.table_id,
-        table_name=row.table_name,
-        tier_id=row.tier_id,
-        buy_in=usd(row.buy_in_cents),
-        players_registered=row.players_registered,
-        seats=row.seats,
-        game_speed=registration_pb2.GAME_SPEED_HYPER_TURBO,
-        prize_pool=usd(row.prize_pool_cents),
-        multiplier=row.multiplier,
-        positions_paid=row.positions_paid,
-        payouts=[
-            tournament_pb2.PrizeShare(place=i + 1, amount=usd(c))
-            for i, c in enumerate(row.payouts_cents)
-        ],
-        status=status,
-        my_entries=[_entry(e) for e in row.entries],
-        current_hand_number=row.current_hand_number,
-        status_text=_status_text(row),
-        min_prize_pool=usd(low),
-        max_prize_pool=usd(high),
-        multiplier_seed_commitment=row.commitment,
-        multiplier_seed=row.seed_hex,
-        paytable_version=row.paytable_version,
-    )
+def _filter(value: int) -> int:
+    if value not in registration_pb2.MyTablesFilter.values():
+        raise InvalidArgument("status_filter is not a MyTablesFilter value")
+    return value
 
 
 class RegistrationApi(registration_pb2_grpc.RegistrationServiceServicer):
@@ -122,13 +79,16 @@ class RegistrationApi(registration_pb2_grpc.RegistrationServiceServicer):
         config: TournamentConfig,
         registrar: Registrar,
         notifier: Notifier,
+        store: EventStore | None = None,
+        work: WalletWork | None = None,
     ) -> None:
         self._engine = engine
         self._stopping = stopping
         self._registrar = registrar
         self._notifier = notifier
-        self._multipliers = tuple(e.multiplier for e in config.pay_table.entries)
         self._config = config
+        self._store = store or registrar.store
+        self._work = work or registrar.work
 
     def _read_tiers(self) -> list[repo.TierRow]:
         with self._engine.connect() as conn:
@@ -140,33 +100,27 @@ class RegistrationApi(registration_pb2_grpc.RegistrationServiceServicer):
         """Any authenticated caller may read the lobby."""
         current_principal()
         rows = await asyncio.to_thread(self._read_tiers)
-        low, high = min(self._multipliers), max(self._multipliers)
         return registration_pb2.ListLobbyResponse(
-            tiers=[
-                registration_pb2.LobbyTier(
-                    tier_id=r.tier_id,
-                    name=r.name,
-                    buy_in=usd(r.buy_in_cents),
-                    rake=usd(r.rake_cents),
-                    seats=r.seats,
-                    tables_filling=r.tables_filling,
-                    players_waiting=r.players_waiting,
-                    open_tables=r.open_tables,
-                    game_speed=_SPEED.get(r.game_speed, registration_pb2.GAME_SPEED_UNSPECIFIED),
-                    starting_stack=r.starting_stack,
-                    min_prize_pool=usd(low * r.buy_in_cents),
-                    max_prize_pool=usd(high * r.buy_in_cents),
-                )
-                for r in rows
-            ]
+            tiers=[views.lobby_tier(r, self._config) for r in rows]
         )
 
     def _read_my_tables(
-        self, player: str, include_finished: bool, offset: int, limit: int
+        self,
+        player: str,
+        offset: int,
+        limit: int,
+        *,
+        statuses: tuple[str, ...],
+        ended_since: datetime | None = None,
     ) -> list[repo.MyTableRow]:
         with self._engine.connect() as conn:
             return repo.my_tables(
-                conn, player, include_finished=include_finished, offset=offset, limit=limit
+                conn,
+                player,
+                offset=offset,
+                limit=limit,
+                statuses=statuses,
+                ended_since=ended_since,
             )
 
     async def ListMyTables(
@@ -174,14 +128,22 @@ class RegistrationApi(registration_pb2_grpc.RegistrationServiceServicer):
     ) -> registration_pb2.ListMyTablesResponse:
         """A player lists their own tables; services, operators and auditors name one."""
         player = _player_for(request.player_id)
-        offset, size = page_window(request.page.page_size, request.page.page_token)
+        chosen = _filter(request.status_filter)
+        if chosen == registration_pb2.MY_TABLES_FILTER_UNSPECIFIED:
+            chosen = (
+                registration_pb2.MY_TABLES_FILTER_ALL
+                if request.include_finished
+                else registration_pb2.MY_TABLES_FILTER_ACTIVE
+            )
+        scope = f"registration.ListMyTables:{player}:{chosen}"
+        offset, size = page_window(request.page.page_size, request.page.page_token, scope=scope)
         rows = await asyncio.to_thread(
-            self._read_my_tables, player, request.include_finished, offset, size + 1
+            self._read_my_tables, player, offset, size + 1, statuses=_FILTER_STATUSES[chosen]
         )
         return registration_pb2.ListMyTablesResponse(
-            tables=[_my_table(r, self._multipliers) for r in rows[:size]],
+            tables=[views.my_table(r, self._config) for r in rows[:size]],
             page=pagination_pb2.PageResponse(
-                next_page_token=next_page_token(offset, size, len(rows))
+                next_page_token=next_page_token(offset, size, len(rows), scope=scope)
             ),
         )
 
@@ -190,13 +152,24 @@ class RegistrationApi(registration_pb2_grpc.RegistrationServiceServicer):
     ) -> AsyncIterator[registration_pb2.WatchMyTablesResponse]:
         """Snapshot now, then on every change; ends cleanly when the server shuts down."""
         player = _player_for(request.player_id)
+        chosen = _filter(request.status_filter)
+        recent = chosen == registration_pb2.MY_TABLES_FILTER_UNSPECIFIED
+        statuses = repo.ACTIVE_STATUSES if recent else _FILTER_STATUSES[chosen]
         wake = self._notifier.subscribe(player)
         try:
             last: list[registration_pb2.MyTable] | None = None
             while not self._stopping.is_set():
                 wake.clear()
-                rows = await asyncio.to_thread(self._read_my_tables, player, False, 0, 1000)
-                tables = [_my_table(r, self._multipliers) for r in rows]
+                since = utc_now() - RECENTLY_ENDED if recent else None
+                rows = await asyncio.to_thread(
+                    self._read_my_tables,
+                    player,
+                    0,
+                    WATCH_LIMIT,
+                    statuses=statuses,
+                    ended_since=since,
+                )
+                tables = [views.my_table(r, self._config) for r in rows]
                 if last is None or tables != last:
                     last = tables
                     as_of = Timestamp()
@@ -216,6 +189,87 @@ class RegistrationApi(registration_pb2_grpc.RegistrationServiceServicer):
         finally:
             self._notifier.unsubscribe(player, wake)
 
+    async def GetPlayerSettings(
+        self, request: registration_pb2.GetPlayerSettingsRequest, context: Any
+    ) -> registration_pb2.GetPlayerSettingsResponse:
+        """Players read their own; services, operators and auditors any player's."""
+        player = _player_for(request.player_id)
+        got = await asyncio.to_thread(profiles.get_settings, self._engine, player)
+        return registration_pb2.GetPlayerSettingsResponse(
+            settings=views.settings(got.settings, got.updated_at)
+        )
+
+    async def UpdatePlayerSettings(
+        self, request: registration_pb2.UpdatePlayerSettingsRequest, context: Any
+    ) -> registration_pb2.UpdatePlayerSettingsResponse:
+        """Players update their own; operators any player's."""
+        principal = current_principal()
+        if request.player_id:
+            require_player(request.player_id, also=(Role.OPERATOR,))
+            _check_player_id(request.player_id)
+            player = request.player_id
+        elif principal.role is Role.PLAYER:
+            player = principal.subject
+        else:
+            raise InvalidArgument(f"player_id is required for role {principal.role.value!r}")
+        if request.expected_version < 0:
+            raise InvalidArgument("expected_version must not be negative")
+        update = lobby.SettingsUpdate(
+            expected_version=request.expected_version,
+            **{
+                name: getattr(request, name)
+                for name in ("display_name", *lobby.SWITCHES)
+                if request.HasField(name)  # type: ignore[arg-type]
+            },
+        )
+        try:
+            got, changed = await asyncio.to_thread(
+                profiles.update_settings,
+                self._engine,
+                self._store,
+                player,
+                update,
+                correlation_id=correlation_id(),
+            )
+        except lobby.LobbyError as err:
+            raise service_error(err) from err
+        return registration_pb2.UpdatePlayerSettingsResponse(
+            settings=views.settings(got.settings, got.updated_at), changed=changed
+        )
+
+    async def CancelTable(
+        self, request: registration_pb2.CancelTableRequest, context: Any
+    ) -> registration_pb2.CancelTableResponse:
+        """Operators cancel a table that has not started (idempotent)."""
+        principal = require_role(Role.OPERATOR)
+        if not request.table_id:
+            raise InvalidArgument("table_id is required")
+        if len(request.table_id) > 64:
+            raise InvalidArgument("table_id is longer than 64 characters")
+        try:
+            done = await asyncio.to_thread(
+                cancellation.cancel_table,
+                self._engine,
+                self._store,
+                self._config,
+                table_id=request.table_id,
+                reason=cancellation.OPERATOR,
+                detail=request.reason[:200],
+                cancelled_by=principal.subject,
+                correlation_id=correlation_id(),
+            )
+        except lobby.LobbyError as err:
+            raise service_error(err) from err
+        if done.cancelled_now:
+            self._notifier.notify(done.players)
+            await self._work.run_table(request.table_id)
+        return registration_pb2.CancelTableResponse(
+            table_id=request.table_id,
+            status=registration_pb2.TABLE_STATUS_CANCELLED,
+            cancelled_now=done.cancelled_now,
+            reason=done.reason,
+        )
+
     async def Register(
         self, request: registration_pb2.RegisterRequest, context: Any
     ) -> registration_pb2.RegisterResponse:
@@ -223,6 +277,7 @@ class RegistrationApi(registration_pb2_grpc.RegistrationServiceServicer):
         principal = current_principal()
         if request.player_id:
             require_player(request.player_id, also=_ACT_FOR)
+            _check_player_id(request.player_id)
             player = request.player_id
         elif principal.role is Role.PLAYER:
             player = principal.subject
@@ -245,7 +300,7 @@ class RegistrationApi(registration_pb2_grpc.RegistrationServiceServicer):
         except lobby.LobbyError as err:
             raise service_error(err) from err
         return registration_pb2.RegisterResponse(
-            entries=[_entry(e) for e in entries], replayed=replayed
+            entries=[views.entry(e) for e in entries], replayed=replayed
         )
 
     async def Unregister(
@@ -263,6 +318,8 @@ class RegistrationApi(registration_pb2_grpc.RegistrationServiceServicer):
         elif principal.role in _ACT_FOR:
             may_act_for = None
             player = request.player_id
+            if player:
+                _check_player_id(player)
             if not request.entry_id and not player:
                 raise InvalidArgument("player_id is required with table_id for this role")
         else:
@@ -280,4 +337,4 @@ class RegistrationApi(registration_pb2_grpc.RegistrationServiceServicer):
             )
         except lobby.LobbyError as err:
             raise service_error(err) from err
-        return registration_pb2.UnregisterResponse(entry=_entry(entry))
+        return registration_pb2.UnregisterResponse(entry=views.entry(entry))

@@ -11,7 +11,7 @@ import asyncio
 from electric.registration.v1 import registration_pb2, registration_pb2_grpc
 from electric_clients.wallet import WalletClient
 from electric_domain.tournament import TournamentConfig, default_config
-from electric_platform.auth import TokenSource
+from electric_platform.auth import service_tokens
 from electric_platform.eventmetrics import watch_consumers
 from electric_platform.eventpath import open_event_path
 from electric_platform.server import ServiceHost
@@ -40,12 +40,10 @@ async def setup(host: ServiceHost, *, config: TournamentConfig | None = None) ->
         ensure_open_tables, path.engine, path.store, cfg, correlation_id=path.instance_id
     )
     host.log.info("registration.tables_opened", count=len(opened))
-    wallet = WalletClient.connect(
-        host.config.target("wallet"), TokenSource(host.config.auth_secret, SERVICE)
-    )
+    wallet = WalletClient.connect(host.config.target("wallet"), service_tokens(host.config))
     host.on_shutdown(wallet.close)
     notifier = Notifier()
-    work = WalletWork(path.engine, path.store, wallet, notify=notifier.notify)
+    work = WalletWork(path.engine, path.store, wallet, notify=notifier.notify, config=cfg)
     metrics = RegistrationMetrics(host.metrics.registry)
     metrics.watch(path.engine)
     metrics.configure(cfg)

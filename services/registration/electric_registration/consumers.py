@@ -1,17 +1,32 @@
-"""Registration follows the table topic to keep "My Tables" current (idempotent).
+"""Registration follows the table topic to keep "My Tables" and the Multi-Table Bar current
+(idempotent).
 
 Consumer ``registration.table-status`` on ``electric.table.events``, handlers registered by
-payload type on the shared ``ConsumerWorker``: TableStarted and HandStarted → running with
-the current hand number; TournamentFinished → finished. The applied-record and the row
-update commit together (``IdempotentConsumer``), so a redelivered event changes nothing;
-the hand number only moves forward. Other event types are passed over unrecorded. Players at
+payload type on the shared ``ConsumerWorker``; each keeps the table row (status, hand number,
+whose turn and until when) and the per-seat progress (``store.progress``: stack, place,
+prize) of registration's own tables:
+
+- TableStarted → running; every seat gets the starting stack;
+- HandStarted → the hand number (only forward), running, the stacks, nobody's turn;
+- BlindPosted / ActionTaken → the seat's stack goes down by the chips it put in; an action
+  ends the turn;
+- TurnStarted → the seat to act and its deadline; TimeoutApplied with a deadline (the time
+  bank started) → the new deadline;
+- HandEngineEvent ``UncalledBetReturned`` → the seat's stack goes up by the chips returned;
+- PotAwarded → each winner's stack goes up by what it won;
+- HandEnded → the stacks after the hand (authoritative), nobody's turn;
+- PlayerEliminated → the seat is out at its place;
+- TournamentFinished → finished; every player's place and prize (the final snapshot).
+
+The applied-record and the row updates commit together (``IdempotentConsumer``), so a
+redelivered event changes nothing. Other event types are passed over unrecorded. Players at
 the table are notified after the commit.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC
+from datetime import UTC, datetime
 
 from electric.eventlog.v1.envelope_pb2 import Envelope
 from electric.table.v1 import events_pb2 as table_events
@@ -19,10 +34,16 @@ from electric_eventlog import ConsumerWorker, EventBus, IdempotentConsumer, topi
 from electric_eventlog.consumer import AfterCommit
 from sqlalchemy import Connection, Engine
 
-from electric_registration.store import repo, seating
+from electric_registration.store import progress, repo, seating
 
 CONSUMER_NAME = "registration.table-status"
 SOURCE_TOPIC = topic_for("table")
+#: HandEngineEvent kind of an uncalled bet given back to its seat.
+UNCALLED_BET_RETURNED = "UncalledBetReturned"
+
+
+def _at(envelope: Envelope) -> datetime:
+    return envelope.occurred_at.ToDatetime(tzinfo=UTC)
 
 
 class TableStatusConsumer:
@@ -38,6 +59,14 @@ class TableStatusConsumer:
         )
         self.worker.on(table_events.TableStarted, self._table_started)
         self.worker.on(table_events.HandStarted, self._hand_started)
+        self.worker.on(table_events.BlindPosted, self._blind_posted)
+        self.worker.on(table_events.TurnStarted, self._turn_started)
+        self.worker.on(table_events.TimeoutApplied, self._timeout_applied)
+        self.worker.on(table_events.HandEngineEvent, self._engine_event)
+        self.worker.on(table_events.ActionTaken, self._action_taken)
+        self.worker.on(table_events.PotAwarded, self._pot_awarded)
+        self.worker.on(table_events.HandEnded, self._hand_ended)
+        self.worker.on(table_events.PlayerEliminated, self._eliminated)
         self.worker.on(table_events.TournamentFinished, self._finished)
 
     def _notify_players(self, conn: Connection, table_id: str, known: bool) -> AfterCommit | None:
@@ -50,13 +79,86 @@ class TableStatusConsumer:
         self, conn: Connection, envelope: Envelope, started: table_events.TableStarted
     ) -> AfterCommit | None:
         known = seating.table_running(conn, started.table_id)
+        if known:
+            for s in started.seats:
+                progress.seat(
+                    conn,
+                    started.table_id,
+                    s.seat,
+                    s.player_id,
+                    started.starting_stack,
+                    _at(envelope),
+                )
         return self._notify_players(conn, started.table_id, known)
 
     def _hand_started(
         self, conn: Connection, envelope: Envelope, hand: table_events.HandStarted
     ) -> AfterCommit | None:
         known = seating.hand_started(conn, hand.table_id, hand.hand_number)
+        if known:
+            progress.set_stacks(
+                conn, hand.table_id, [(s.seat, s.stack) for s in hand.stacks], _at(envelope)
+            )
+            progress.set_turn(conn, hand.table_id, 0, None)
         return self._notify_players(conn, hand.table_id, known)
+
+    def _blind_posted(
+        self, conn: Connection, envelope: Envelope, blind: table_events.BlindPosted
+    ) -> AfterCommit | None:
+        progress.add_stack(conn, blind.table_id, blind.seat, -blind.amount, _at(envelope))
+        return None  # the stack is shown with the next turn; no wake-up per blind
+
+    def _turn_started(
+        self, conn: Connection, envelope: Envelope, turn: table_events.TurnStarted
+    ) -> AfterCommit | None:
+        deadline = turn.deadline.ToDatetime(tzinfo=UTC) if turn.HasField("deadline") else None
+        progress.set_turn(conn, turn.table_id, turn.seat, deadline)
+        return self._notify_players(conn, turn.table_id, seating.exists(conn, turn.table_id))
+
+    def _timeout_applied(
+        self, conn: Connection, envelope: Envelope, timeout: table_events.TimeoutApplied
+    ) -> AfterCommit | None:
+        if not timeout.HasField("deadline"):
+            return None  # the action timer ran out for good: an action follows
+        deadline = timeout.deadline.ToDatetime(tzinfo=UTC)
+        progress.set_turn(conn, timeout.table_id, timeout.seat, deadline)
+        return self._notify_players(conn, timeout.table_id, seating.exists(conn, timeout.table_id))
+
+    def _engine_event(
+        self, conn: Connection, envelope: Envelope, step: table_events.HandEngineEvent
+    ) -> AfterCommit | None:
+        if step.kind == UNCALLED_BET_RETURNED and step.seat and step.amount:
+            progress.add_stack(conn, step.table_id, step.seat, step.amount, _at(envelope))
+        return None
+
+    def _action_taken(
+        self, conn: Connection, envelope: Envelope, action: table_events.ActionTaken
+    ) -> AfterCommit | None:
+        progress.add_stack(conn, action.table_id, action.seat, -action.amount_added, _at(envelope))
+        progress.set_turn(conn, action.table_id, 0, None)
+        return self._notify_players(conn, action.table_id, seating.exists(conn, action.table_id))
+
+    def _pot_awarded(
+        self, conn: Connection, envelope: Envelope, pot: table_events.PotAwarded
+    ) -> AfterCommit | None:
+        for w in pot.winners:
+            progress.add_stack(conn, pot.table_id, w.seat, w.amount, _at(envelope))
+        return None  # HandEnded follows
+
+    def _hand_ended(
+        self, conn: Connection, envelope: Envelope, ended: table_events.HandEnded
+    ) -> AfterCommit | None:
+        progress.set_stacks(
+            conn, ended.table_id, [(s.seat, s.stack) for s in ended.stacks], _at(envelope)
+        )
+        progress.set_turn(conn, ended.table_id, 0, None)
+        return self._notify_players(conn, ended.table_id, seating.exists(conn, ended.table_id))
+
+    def _eliminated(
+        self, conn: Connection, envelope: Envelope, out: table_events.PlayerEliminated
+    ) -> AfterCommit | None:
+        progress.eliminated(conn, out.table_id, out.seat, out.finishing_place, _at(envelope))
+        return self._notify_players(conn, out.table_id, seating.exists(conn, out.table_id))
 
     def _finished(
         self, conn: Connection, envelope: Envelope, finished: table_events.TournamentFinished
@@ -65,6 +167,17 @@ class TableStatusConsumer:
             conn,
             finished.table_id,
             hands=finished.hands_played,
-            at=envelope.occurred_at.ToDatetime(tzinfo=UTC),
+            at=_at(envelope),
         )
+        if known:
+            for place in finished.places:
+                progress.finished(
+                    conn,
+                    finished.table_id,
+                    place.player_id,
+                    seat_no=place.seat,
+                    place=place.place,
+                    prize_cents=place.prize.cents,
+                    at=_at(envelope),
+                )
         return self._notify_players(conn, finished.table_id, known)

@@ -103,6 +103,41 @@ def _filled(e: lobby.TableAlreadyFilled) -> ServiceError:
     )
 
 
+@_maps(lobby.InvalidDisplayName)
+def _bad_name(e: lobby.InvalidDisplayName) -> ServiceError:
+    violation = errors_pb2.FieldViolation(field="display_name", description=e.problem)
+    return InvalidArgument(str(e), detail=errors_pb2.BadRequest(field_violations=[violation]))
+
+
+@_maps(lobby.SettingsVersionConflict)
+def _settings_conflict(e: lobby.SettingsVersionConflict) -> ServiceError:
+    return Aborted(
+        str(e),
+        detail=errors_pb2.VersionConflict(
+            stream_id=f"registration-player-{e.player_id}",
+            expected_version=e.expected,
+            actual_version=e.actual,
+        ),
+    )
+
+
+@_maps(lobby.TableNotFound)
+def _no_table(e: lobby.TableNotFound) -> ServiceError:
+    return NotFound(
+        str(e), detail=errors_pb2.ResourceInfo(resource_type="table", resource_id=e.table_id)
+    )
+
+
+@_maps(lobby.TableNotCancellable)
+def _not_cancellable(e: lobby.TableNotCancellable) -> ServiceError:
+    return FailedPrecondition(
+        str(e),
+        detail=_info(
+            errors_pb2.ERROR_REASON_WRONG_STATE, table_id=e.table_id, table_status=e.status
+        ),
+    )
+
+
 def service_error(error: lobby.LobbyError) -> ServiceError:
     """The gRPC error for a lobby refusal (by its type; an unmapped one is a bug)."""
     for klass in type(error).__mro__:

@@ -17,12 +17,12 @@ from electric_clients.convert import ms_duration, usd
 from electric_domain import lobby
 from electric_domain.tournament import TournamentConfig
 from electric_domain.tournament.fairness import draw_multiplier, initial_button_index
-from electric_domain.tournament.prizes import place_amounts
 from electric_eventlog import EventStore, utc_now
 from sqlalchemy import Connection
 
 from electric_registration import streams
 from electric_registration.store import seating, wallet_ops
+from electric_registration.store import settings as player_settings
 
 #: Wallet account id of each house account the lobby's settlement names.
 ACCOUNT_IDS = {
@@ -43,7 +43,8 @@ def owed_op(table_id: str, op: lobby.WalletOp) -> wallet_ops.OwedOp:
         kind=op.kind.value,
         transfer_id=op.transfer_id,
         from_account=ACCOUNT_IDS[op.source],
-        to_account=ACCOUNT_IDS[op.target],
+        # An unwind gives the buy-in back to a player: the player id stands in the row.
+        to_account=op.player_id if op.kind is lobby.OpKind.UNWIND else ACCOUNT_IDS[op.target],
         amount_cents=op.amount_cents,
         code=op.code,
     )
@@ -68,16 +69,12 @@ def payouts_for(
     config: TournamentConfig, multiplier: int, buy_in_cents: int
 ) -> tuple[int, list[tournament_pb2.PrizeShare]]:
     """(prize pool, paid places) of a multiplier: pool = multiplier × gross buy-in; place
-    amounts by the pay table's shares (``prizes.place_amounts``: floor, remainder to 1st)."""
+    amounts by the pay table's shares (``prizes.place_amounts``: floor, remainder to 1st);
+    shares in basis points summing to 10000 (``lobby.share_bps``)."""
     pool = multiplier * buy_in_cents
-    shares = config.pay_table.entry(multiplier).shares
-    amounts = place_amounts(pool, shares, config.seats)
-    total = sum(shares)
     return pool, [
-        tournament_pb2.PrizeShare(
-            place=i + 1, share_bps=shares[i] * 10_000 // total, amount=usd(amounts[i])
-        )
-        for i in range(len(shares))
+        tournament_pb2.PrizeShare(place=p.place, share_bps=p.share_bps, amount=usd(p.amount_cents))
+        for p in lobby.prizes_for(config, multiplier, buy_in_cents)
     ]
 
 
@@ -104,8 +101,14 @@ def fill_table(
     if draw.commitment != table.commitment:  # pragma: no cover - corruption
         raise RuntimeError(f"table {table_id}: stored seed does not match its commitment")
     pool, payouts = payouts_for(config, draw.multiplier, tier.buy_in_cents)
+    names = player_settings.display_names(conn, [e.player_id for e in entries])
     seats = [
-        tournament_pb2.SeatAssignment(seat=e.seat, player_id=e.player_id, entry_id=e.entry_id)
+        tournament_pb2.SeatAssignment(
+            seat=e.seat,
+            player_id=e.player_id,
+            entry_id=e.entry_id,
+            display_name=names[e.player_id],
+        )
         for e in entries
     ]
     filled = events_pb2.TableFilled(
@@ -147,7 +150,7 @@ def fill_table(
         table_id,
         multiplier=draw.multiplier,
         prize_pool_cents=pool,
-        payouts_json=json.dumps([p.amount.cents for p in payouts]),
+        payouts_json=json.dumps([[p.share_bps, p.amount.cents] for p in payouts]),
         positions_paid=len(payouts),
         tournament_started=started.SerializeToString(),
         stream_version=version,

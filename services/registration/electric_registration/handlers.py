@@ -345,6 +345,8 @@ def start_if_paid(
         table = seating.get_table(conn, table_id, lock=True)
         if table is None or table.tournament_started is None or table.started_at is not None:
             return None
+        if table.status == "cancelled":
+            return None
         if wallet_ops.unpaid_count(conn, table_id):
             return None
         started = events_pb2.TournamentStarted.FromString(table.tournament_started)

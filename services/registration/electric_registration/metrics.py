@@ -10,6 +10,10 @@
 - ``electric_registration_tables{status}`` (gauge): sit-and-go tables per lifecycle status
   (registering, filled, running, finished, cancelled), read at scrape time;
 - ``electric_registration_wallet_ops_pending`` (gauge): wallet calls owed and not yet done;
+- ``electric_registration_wallet_ops_oldest_pending_age_seconds`` (gauge): how long the
+  oldest owed wallet call has been waiting (0 when none); the alert ``WalletWorkPendingTooLong``
+  fires when it stays above 5 minutes (a buy-in post, move, void or refund that does not go
+  through);
 - ``electric_registration_attempts_unfinished`` (gauge): Register attempts reserving or
   rolling back.
 
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime
 
 from electric_domain.lobby import tier_id_for
 from electric_domain.tournament import TournamentConfig
@@ -122,13 +127,18 @@ class RegistrationMetrics:
             "Wallet calls owed by committed decisions and not yet done.",
             registry=self._registry,
         )
+        oldest = Gauge(
+            "electric_registration_wallet_ops_oldest_pending_age_seconds",
+            "Age of the oldest wallet call owed and not yet done (0 when none).",
+            registry=self._registry,
+        )
         unfinished = Gauge(
             "electric_registration_attempts_unfinished",
             "Register attempts still reserving or being rolled back.",
             registry=self._registry,
         )
 
-        def count(query: Callable[[Connection], int]) -> float:
+        def count(query: Callable[[Connection], float]) -> float:
             try:
                 with engine.connect() as conn:
                     return float(query(conn))
@@ -136,9 +146,20 @@ class RegistrationMetrics:
                 return float("nan")
 
         pending.set_function(lambda: count(repo.pending_wallet_ops))
+        oldest.set_function(lambda: count(pending_age_seconds))
         unfinished.set_function(lambda: count(repo.unfinished_attempts))
         if self._registry is not None:
             self._registry.register(TableStatusCollector(engine))
+
+
+def pending_age_seconds(conn: Connection, now: datetime | None = None) -> float:
+    """Seconds the oldest owed wallet call has waited (0 when nothing is owed)."""
+    oldest = repo.oldest_pending_wallet_op(conn)
+    if oldest is None:
+        return 0.0
+    if oldest.tzinfo is None:  # SQLite keeps naive UTC
+        oldest = oldest.replace(tzinfo=UTC)
+    return max(0.0, ((now or datetime.now(UTC)) - oldest).total_seconds())
 
 
 class TableStatusCollector(Collector):

@@ -10,6 +10,14 @@ in ``seq`` order (a failed post or move stops the table's later ops; a failed vo
 not); once all of a filled table's ops are done, TournamentStarted is appended
 (``handlers.start_if_paid``).
 
+A post the wallet refuses for good (FAILED_PRECONDITION: the reservation was voided, e.g. by
+an operator; NOT_FOUND: it does not exist) can never succeed: the table is cancelled at once
+(:func:`.cancellation.cancel_table`, exactly once), its pending ops are cancelled and one
+``unwind`` op per entry gives the buy-in back. An op that is no longer pending when its turn
+comes (the table was cancelled meanwhile) is skipped. An unwind reads what the wallet holds
+(``electric_domain.lobby.cancel.unwind_steps``): a pending reservation is voided; a posted
+buy-in is refunded whole from the escrow after its rake and net moves are moved back.
+
 Each pass also sweeps Register attempts that never reached their seating transaction (a
 crash between the reservations and the seats, or an abandoned insufficient-funds rollback):
 it voids every reservation key of such an attempt, then marks it failed.
@@ -23,20 +31,29 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import grpc
-from electric.wallet.v1 import wallet_pb2
+from electric.wallet.v1 import ledger_pb2, wallet_pb2
 from electric_clients.wallet import WalletClient
+from electric_domain import lobby
+from electric_domain.tournament import TournamentConfig, default_config
 from electric_eventlog import EventStore, utc_now
 from electric_platform.log import get_logger
 from electric_platform.owed_work import OwedWork, describe_error
 from sqlalchemy import Engine
 
-from electric_registration import handlers
+from electric_registration import cancellation, fill, handlers
 from electric_registration.store import seating, wallet_ops
 
 log = get_logger("electric.registration.wallet_work")
 
 #: A Register attempt still ``reserving`` after this long is considered abandoned.
 STALE_ATTEMPT = timedelta(seconds=120)
+#: Wallet answers to a post that no retry can change.
+PERMANENT = (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND)
+_STATES = {
+    ledger_pb2.TRANSFER_STATE_PENDING: lobby.TransferState.PENDING,
+    ledger_pb2.TRANSFER_STATE_POSTED: lobby.TransferState.POSTED,
+    ledger_pb2.TRANSFER_STATE_VOIDED: lobby.TransferState.VOIDED,
+}
 
 
 @dataclass(frozen=True)
@@ -55,8 +72,9 @@ class WalletCall:
 
     @property
     def blocking(self) -> bool:
-        # Nothing may leave the escrow before the buy-in is posted; a void is independent.
-        return self.op.kind != "void"
+        # Nothing may leave the escrow before the buy-in is posted; a void or an unwind is
+        # independent of the table's other entries.
+        return self.op.kind not in ("void", "unwind")
 
 
 class WalletWork:
@@ -71,7 +89,9 @@ class WalletWork:
         notify: Callable[[set[str]], None] = lambda _players: None,
         stale_after: timedelta = STALE_ATTEMPT,
         interval: float = 1.0,
+        config: TournamentConfig | None = None,
     ) -> None:
+        self.config = config or default_config()
         self.engine = engine
         self.store = store
         self.wallet = wallet
@@ -106,8 +126,18 @@ class WalletWork:
 
     async def perform(self, call: WalletCall) -> wallet_pb2.Transfer | None:
         op = call.op
+        if not await asyncio.to_thread(self._still_owed, op.op_id):
+            return None  # cancelled meanwhile (record_done then changes nothing)
         if op.kind == "post":
-            return await self.wallet.post(op.transfer_id)
+            try:
+                return await self.wallet.post(op.transfer_id)
+            except grpc.aio.AioRpcError as err:
+                if err.code() in PERMANENT:
+                    await self._cancel_unpostable(op, describe_error(err))
+                raise
+        if op.kind == "unwind":
+            await self._unwind(op)
+            return None
         if op.kind == "move":
             return await self.wallet.move(
                 op.transfer_id, op.from_account, op.to_account, op.amount_cents, code=op.code
@@ -124,10 +154,88 @@ class WalletWork:
                 raise
             return None
 
+    def _still_owed(self, op_id: str) -> bool:
+        with self.engine.connect() as conn:
+            return wallet_ops.is_pending(conn, op_id)
+
+    async def _cancel_unpostable(self, op: wallet_ops.OwedOp, error: str) -> None:
+        """The buy-in of a filled table cannot be posted: cancel the table (once). A failed
+        cancel (e.g. a concurrent append) is retried with the post on the next pass."""
+        try:
+            done = await asyncio.to_thread(
+                cancellation.cancel_table,
+                self.engine,
+                self.store,
+                self.config,
+                table_id=op.table_id,
+                reason=cancellation.BUY_IN_FAILED,
+                detail=f"buy-in {op.transfer_id} could not be posted ({error})",
+                cancelled_by="registration",
+                correlation_id=op.table_id,
+            )
+        except Exception:
+            log.exception("table.cancel_failed", table_id=op.table_id)
+            return
+        if done.cancelled_now:
+            log.warning("table.cancelled", table_id=op.table_id, reason=done.reason)
+            self.notify(done.players)
+            self.work.wake.set()  # give the buy-ins back now
+
+    async def _transfer(self, transfer_id: str) -> wallet_pb2.Transfer | None:
+        try:
+            return await self.wallet.get_transfer(transfer_id)
+        except grpc.aio.AioRpcError as err:
+            if err.code() != grpc.StatusCode.NOT_FOUND:
+                raise
+            return None
+
+    async def _posted_cents(self, transfer_id: str) -> int:
+        t = await self._transfer(transfer_id)
+        posted = t is not None and t.state == ledger_pb2.TRANSFER_STATE_POSTED
+        return int(t.posted_amount) if t is not None and posted else 0
+
+    async def _unwind(self, op: wallet_ops.OwedOp) -> None:
+        """Give one entry's buy-in of a cancelled table back (module doc)."""
+        reservation = await self._transfer(op.transfer_id)
+        state = (
+            lobby.TransferState.MISSING
+            if reservation is None
+            else _STATES.get(reservation.state, lobby.TransferState.MISSING)
+        )
+        steps = lobby.unwind_steps(
+            op.entry_id,
+            op.transfer_id,
+            buy_in=state,
+            buy_in_cents=op.amount_cents,
+            rake_posted_cents=await self._posted_cents(f"rake-{op.entry_id}"),
+            net_posted_cents=await self._posted_cents(f"net-{op.entry_id}"),
+        )
+        for step in steps:
+            if step.kind is lobby.StepKind.VOID:
+                await self._void(step.transfer_id, "table cancelled")
+            elif step.kind is lobby.StepKind.MOVE:
+                await self.wallet.move(
+                    step.transfer_id,
+                    fill.ACCOUNT_IDS[step.source],
+                    fill.ACCOUNT_IDS[step.target],
+                    step.amount_cents,
+                    code="refund",
+                    memo="table cancelled",
+                )
+            else:
+                await self.wallet.credit_prize(
+                    step.transfer_id,
+                    op.to_account,  # the player (see fill.owed_op)
+                    step.amount_cents,
+                    from_account=fill.ACCOUNT_IDS[step.source],
+                    stake_transfer_id=step.stake_transfer_id,
+                    code="refund",
+                    memo="table cancelled: buy-in refunded",
+                )
+
     def record_done(self, call: WalletCall, result: wallet_pb2.Transfer | None) -> bool:
         with self.engine.begin() as conn:
-            wallet_ops.mark(conn, call.op_id, done=True, error="", at=utc_now())
-        return True
+            return wallet_ops.mark(conn, call.op_id, done=True, error="", at=utc_now())
 
     def record_failure(self, call: WalletCall, error: str) -> None:
         with self.engine.begin() as conn:

@@ -41,8 +41,13 @@ from electric_table.handlers import RequestKey, TableHandlers
 from electric_table.mapping import MOVE_FROM_PROTO, PRE_ACTION_FROM_PROTO
 from electric_table.runtime import TableManager, TableRuntime
 from electric_table.store import repo
+from electric_table.story import for_viewer
 from electric_table.tableinfo import CommandKind, RequestContext
 from electric_table.views import build_view, row_view
+
+#: How long WatchTable waits for a table that is being started (registration published it,
+#: this service has not stored it yet) before answering NOT_FOUND.
+DEFAULT_WATCH_START_WAIT_S = 10.0
 
 
 def _not_found(table_id: str) -> NotFound:
@@ -57,11 +62,17 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
     """TableService over the live tables of a `TableManager`."""
 
     def __init__(
-        self, handlers: TableHandlers, stopping: asyncio.Event, manager: TableManager
+        self,
+        handlers: TableHandlers,
+        stopping: asyncio.Event,
+        manager: TableManager,
+        *,
+        watch_start_wait_s: float = DEFAULT_WATCH_START_WAIT_S,
     ) -> None:
         self._handlers = handlers
         self._stopping = stopping
         self._manager = manager
+        self._watch_start_wait_s = watch_start_wait_s
 
     # ------------------------------------------------------------------ queries
 
@@ -98,40 +109,113 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
     async def WatchTable(
         self, request: table_pb2.WatchTableRequest, context: Any
     ) -> AsyncIterator[table_pb2.WatchTableResponse]:
-        """Current view, then one after every change (pushed, not polled); ends after the
-        finished tournament's view or when the server shuts down."""
+        """The table's story: a snapshot, then every stored event in order as the typed
+        `TableEvent` a client animates (per-caller privacy), the snapshot again whenever the
+        caller is up to date; resumable from a sequence. Ends after the finished
+        tournament's events, or when the server shuts down."""
         caller = current_principal().subject
         table_id = request.table_id
         if not table_id:
             raise InvalidArgument("table_id is required")
+        if request.from_sequence < 0:
+            raise InvalidArgument("from_sequence must not be negative")
         stop_wait = asyncio.ensure_future(self._stopping.wait())
         try:
             # Subscribe BEFORE looking the table up: a table that exists only as a read-model
             # row (TournamentStarted stored, runtime not loaded yet) is loaded later by the
             # consumer, which notifies this same notifier (the registry is keyed by table id).
             with self._manager.watching(table_id) as notifier:
-                while True:
+                found = await self._await_table(table_id, notifier, stop_wait)
+                if found is None:
+                    return
+                while not isinstance(found, TableRuntime):
                     changed = notifier.changed
+                    yield table_pb2.WatchTableResponse(
+                        table=row_view(found, caller), sequence=found.stream_version
+                    )
+                    if not await self._next_change(changed, stop_wait):
+                        return
                     found = await self._find(table_id)
-                    if isinstance(found, TableRuntime):
-                        break
-                    yield table_pb2.WatchTableResponse(table=row_view(found, caller))
-                    if not await self._next_change(changed, stop_wait):
-                        return
-                rt = found
-                event_type = ""
-                while True:
-                    async with rt.lock:  # see _view: only what is stored
-                        changed = rt.changed
-                        view = build_view(rt, caller, self._manager.now_for(rt))
-                    yield table_pb2.WatchTableResponse(table=view, event_type=event_type)
-                    if view.status == table_pb2.TABLE_STATUS_FINISHED:
-                        return
-                    if not await self._next_change(changed, stop_wait):
-                        return
-                    event_type = rt.last_event_type
+                async for resp in self._story(found, caller, request.from_sequence, stop_wait):
+                    yield resp
         finally:
             stop_wait.cancel()
+
+    async def _await_table(
+        self, table_id: str, notifier: Any, stop_wait: asyncio.Future[Any]
+    ) -> TableRuntime | repo.TableRow | None:
+        """The table, waiting up to ``watch_start_wait_s`` for one that is being started
+        (registration published it; the consumer has not stored it yet). NOT_FOUND when it
+        does not appear in time; None when the server stops first."""
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + self._watch_start_wait_s
+        while True:
+            changed = notifier.changed
+            try:
+                return await self._find(table_id)
+            except NotFound:
+                left = give_up - loop.time()
+                if left <= 0:
+                    raise
+            change_wait = asyncio.ensure_future(changed.wait())
+            await asyncio.wait(
+                {change_wait, stop_wait},
+                timeout=min(left, 0.25),
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            change_wait.cancel()
+            if stop_wait.done():
+                return None
+
+    async def _story(
+        self, rt: TableRuntime, caller: str, from_sequence: int, stop_wait: asyncio.Future[Any]
+    ) -> AsyncIterator[table_pb2.WatchTableResponse]:
+        """Every event after the cursor, in order (see `WatchTable`)."""
+        my = rt.seat_of(caller)
+        viewer_seat = rt.info.no(my) if my is not None else 0
+        first: table_pb2.WatchTableResponse | None = None
+        async with rt.lock:  # only what is stored (see _view)
+            story = rt.story
+            if from_sequence and story.first_sequence() - 1 <= from_sequence <= story.head:
+                cursor = from_sequence
+            else:
+                cursor = story.head
+                view = build_view(rt, caller, self._manager.now_for(rt))
+                first = table_pb2.WatchTableResponse(table=view, sequence=cursor)
+        if first is not None:
+            yield first
+            if first.table.status == table_pb2.TABLE_STATUS_FINISHED:
+                return
+        while True:
+            async with rt.lock:
+                changed = rt.changed
+                items = rt.story.since(cursor)
+                view = (
+                    build_view(rt, caller, self._manager.now_for(rt))
+                    if items
+                    else table_pb2.TableView()
+                )
+            for i, item in enumerate(items):
+                last = i == len(items) - 1
+                event = for_viewer(item.event, viewer_seat) if item.event is not None else None
+                if event is None and not last:
+                    continue
+                resp = table_pb2.WatchTableResponse(
+                    sequence=item.sequence, event_type=item.event_type
+                )
+                if event is not None:
+                    resp.event.CopyFrom(event)
+                if last:
+                    resp.table.CopyFrom(view)
+                yield resp
+            if items:
+                cursor = items[-1].sequence
+                if view.status == table_pb2.TABLE_STATUS_FINISHED:
+                    return
+            elif rt.finished:
+                return  # resumed at the end of a finished table: nothing more will come
+            if not await self._next_change(changed, stop_wait):
+                return
 
     @staticmethod
     async def _next_change(changed: asyncio.Event, stop_wait: asyncio.Future[Any]) -> bool:
@@ -211,7 +295,8 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
         move = MOVE_FROM_PROTO.get(request.action)
         if move is None:
             raise InvalidArgument(
-                f"action must be one of {sorted(m.value for m in MOVE_FROM_PROTO.values())}"
+                "action must be one of ACTION_TYPE_FOLD, ACTION_TYPE_CHECK, ACTION_TYPE_CALL, "
+                "ACTION_TYPE_BET, ACTION_TYPE_RAISE, ACTION_TYPE_ALL_IN"
             )
         if request.amount < 0:
             raise InvalidArgument(f"amount must not be negative, got {request.amount}")

@@ -16,7 +16,7 @@ from electric_platform.eventmetrics import watch_consumers
 from electric_platform.eventpath import open_event_path
 from electric_platform.server import ServiceHost
 
-from electric_table.api import TableApi
+from electric_table.api import DEFAULT_WATCH_START_WAIT_S, TableApi
 from electric_table.consumers import SOURCE_TOPIC, tournament_worker
 from electric_table.driver import TableDriver
 from electric_table.handlers import DEFAULT_HAND_PAUSE_MS, HAND_PAUSE_ENV, TableHandlers
@@ -44,6 +44,22 @@ def hand_pause_ms(environ: Mapping[str, str] | None = None) -> int:
     if value < 0:
         raise ValueError(f"{HAND_PAUSE_ENV} must be >= 0, got {value}")
     return value
+
+
+#: How long WatchTable waits for a table being started before NOT_FOUND (milliseconds).
+WATCH_START_WAIT_ENV = "ELECTRIC_TABLE_WATCH_START_WAIT_MS"
+
+
+def watch_start_wait_s(environ: Mapping[str, str] | None = None) -> float:
+    """``ELECTRIC_TABLE_WATCH_START_WAIT_MS`` in seconds (default 10 s)."""
+    env = os.environ if environ is None else environ
+    text = env.get(WATCH_START_WAIT_ENV, "").strip()
+    if not text:
+        return DEFAULT_WATCH_START_WAIT_S
+    value = int(text)
+    if value < 0:
+        raise ValueError(f"{WATCH_START_WAIT_ENV} must be >= 0, got {value}")
+    return value / 1000
 
 
 def make_setup(*, pause_ms: int | None = None) -> Callable[[ServiceHost], Awaitable[None]]:
@@ -84,7 +100,7 @@ def make_setup(*, pause_ms: int | None = None) -> Callable[[ServiceHost], Awaita
         host.add_service(
             table_pb2.DESCRIPTOR.services_by_name["TableService"],
             table_pb2_grpc.add_TableServiceServicer_to_server,
-            TableApi(handlers, host.stopping, manager),
+            TableApi(handlers, host.stopping, manager, watch_start_wait_s=watch_start_wait_s()),
         )
 
     return setup_with

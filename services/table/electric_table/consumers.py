@@ -4,6 +4,8 @@
 and the effect in one transaction; other event types are passed over unrecorded):
 
 * TableFilled → remember the revealed multiplier seed (``table_multiplier_seeds``).
+* PlayerSettingsChanged → keep the player's latest Muck Winning / Muck Losing Hands
+  settings (``table_player_settings``); every deal passes them into the hand.
 * TournamentStarted → start the tournament aggregate with the multiplier (and first
   button) registration drew — the table does not draw them again — and append its first
   events to ``table-<id>`` (TableStarted carrying the domain TournamentStarted, then
@@ -57,6 +59,22 @@ def on_table_filled(
     """Remember the multiplier seed TableFilled reveals (TournamentStarted may lack it)."""
     if filled.multiplier_seed:
         repo.put_multiplier_seed(conn, filled.table_id, filled.multiplier_seed, filled.multiplier)
+
+
+def on_player_settings(
+    conn: Connection, envelope: Envelope, changed: registration_events.PlayerSettingsChanged
+) -> None:
+    """Keep the latest showdown settings of the player (a newer version is never replaced by
+    an older one delivered late); the next hand dealt at any of their tables uses them."""
+    repo.put_player_settings(
+        conn,
+        changed.player_id,
+        repo.PlayerSettings(
+            muck_winning_hands=changed.muck_winning_hands,
+            muck_losing_hands=changed.muck_losing_hands,
+            version=changed.version,
+        ),
+    )
 
 
 def start_table(
@@ -238,5 +256,6 @@ def tournament_worker(
         return lambda: manager.load_soon(table_id)
 
     worker.on(registration_events.TableFilled, on_table_filled)
+    worker.on(registration_events.PlayerSettingsChanged, on_player_settings)
     worker.on(registration_events.TournamentStarted, on_started)
     return worker

@@ -75,7 +75,8 @@ class TableDriver:
                 rt.deal_at = now + self.handlers.hand_pause_ms
             if rt.deal_at <= now:
                 rt.deal_at = None
-                await self.handlers.apply(rt, DealHand(now, self.seed_source()))
+                settings = await asyncio.to_thread(self.handlers.show_settings, rt)
+                await self.handlers.apply(rt, DealHand(now, self.seed_source(), settings))
                 return 0
         targets = [x for x in (wake, rt.deal_at if t.awaiting_deal() else None) if x is not None]
         if not targets:

@@ -44,7 +44,11 @@ def hand_proto(
     rec = record(e)
     if fact is None or fact.kind not in _BUILDERS:
         kind = type(e.event).__name__
-        return tev.HandEngineEvent(table_id=tid, hand_number=hand, kind=kind, domain=rec), None
+        msg = tev.HandEngineEvent(table_id=tid, hand_number=hand, kind=kind, domain=rec)
+        if fact is not None and fact.seat >= 0:
+            msg.seat = info.no(fact.seat)
+            msg.amount = fact.amount
+        return msg, None
     return _BUILDERS[fact.kind](fact, info, hand, rec), None
 
 
@@ -89,7 +93,12 @@ def _shown(f: HandFact, info: TableInfo, hand: int, rec: tev.DomainRecord) -> Me
         seat=info.no(f.seat),
         player_id=info.player(f.seat),
         cards=[card(c) for c in f.cards],
-        reason=tev.SHOW_REASON_ALL_IN if f.all_in else tev.SHOW_REASON_SHOWDOWN,
+        reason=(
+            tev.SHOW_REASON_PLAYER_SETTING
+            if f.kind == "WinnerShown"
+            else (tev.SHOW_REASON_ALL_IN if f.all_in else tev.SHOW_REASON_SHOWDOWN)
+        ),
+        hand_description=f.hands[0][2] if f.hands else "",
         domain=rec,
     )
 
@@ -101,11 +110,27 @@ def _pot(f: HandFact, info: TableInfo, hand: int, rec: tev.DomainRecord) -> Mess
         pot_index=f.index,
         amount=f.amount,
         winners=[
-            tev.PotWinner(seat=info.no(seat), player_id=info.player(seat), amount=share)
-            for seat, share in f.winners
+            tev.PotWinner(
+                seat=info.no(seat),
+                player_id=info.player(seat),
+                amount=share,
+                hand_description=best[2],
+                best_five=[card(c) for c in best[0]],
+                category=category_proto(best[1]),
+            )
+            for (seat, share), best in zip(
+                f.winners, f.hands or [((), -1, "")] * len(f.winners), strict=True
+            )
         ],
         domain=rec,
     )
+
+
+def category_proto(category: int) -> table_pb2.HandCategory.ValueType:
+    """The proto hand category of an evaluator category value (-1: not shown)."""
+    if category < 0:
+        return table_pb2.HAND_CATEGORY_UNSPECIFIED
+    return table_pb2.HandCategory.ValueType(category + 1)
 
 
 _BUILDERS = {
@@ -114,5 +139,6 @@ _BUILDERS = {
     "HoleCardsDealt": _dealt,
     "BoardDealt": _street,
     "HandShown": _shown,
+    "WinnerShown": _shown,
     "PotAwarded": _pot,
 }

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import grpc
-from electric_domain.tournament import Rejected, Tick
+from electric_domain.tournament import Rejected, ShowSettings, Tick
 from electric_domain.tournament import events as dev
 from electric_domain.tournament.events import Command
 from electric_eventlog import ConcurrencyError
@@ -102,6 +102,18 @@ class TableHandlers:
     def _prior(self, table_id: str, key: RequestKey) -> repo.RequestRow | None:
         with self.manager.engine.connect() as conn:
             return repo.get_request(conn, table_id, key.player_id, key.request_id)
+
+    def show_settings(self, rt: TableRuntime) -> tuple[ShowSettings, ...]:
+        """Each seat's latest showdown settings (registration's PlayerSettingsChanged; the
+        defaults for a player never heard of), for the next DealHand."""
+        players = [s.player_id for s in rt.info.seats]
+        with self.manager.engine.connect() as conn:
+            known = repo.player_settings(conn, players)
+        out = []
+        for p in players:
+            st = known.get(p, repo.PlayerSettings())
+            out.append(ShowSettings(st.muck_winning_hands, st.muck_losing_hands))
+        return tuple(out)
 
     def read_row(self, table_id: str) -> repo.TableRow | None:
         """The read model of ``table_id`` (tables without a playable tournament)."""
@@ -222,6 +234,8 @@ class TableHandlers:
             if isinstance(exc, ConcurrencyError):
                 raise Aborted(f"table {rt.table_id} changed concurrently; retry") from exc
             raise Unavailable(f"table {rt.table_id}: could not store the command; retry") from exc
+        for k, m in enumerate(mapped, start=expected + 1):
+            rt.story.feed(k, m.message)
         rt.version = new_version
         for e in events:
             if isinstance(e, dev.HandStarted):

@@ -47,6 +47,7 @@ PRE_ACTION_TO_PROTO = {
     PreAction.CHECK: table_pb2.PRE_ACTION_TYPE_CHECK,
     PreAction.CALL: table_pb2.PRE_ACTION_TYPE_CALL,
     PreAction.ALL_IN: table_pb2.PRE_ACTION_TYPE_ALL_IN,
+    PreAction.BET: table_pb2.PRE_ACTION_TYPE_BET,
 }
 PRE_ACTION_FROM_PROTO = {v: k for k, v in PRE_ACTION_TO_PROTO.items()}
 
@@ -219,6 +220,7 @@ def _turn(e: dev.TurnStarted, b: _Batch) -> Message:
         action_seq=e.action_seq,
         seat=b.info.no(e.seat),
         deadline=ms_timestamp(e.deadline),
+        started_at=ms_timestamp(e.at),
         domain=record(e),
     )
 
@@ -231,6 +233,7 @@ def _bank(e: dev.TimeBankStarted, b: _Batch) -> Message:
         seat=b.info.no(e.seat),
         kind=tev.TIMEOUT_KIND_TIME_BANK_STARTED,
         time_bank_remaining=ms_duration(e.deadline - e.at),
+        deadline=ms_timestamp(e.deadline),
         domain=record(e),
     )
 
@@ -270,6 +273,7 @@ def _action(e: dev.ActionTaken, b: _Batch) -> Message:
         source=_CAUSE[e.cause],
         request_id=request_id,
         street=STREET_TO_PROTO[e.street],
+        time_bank_remaining=ms_duration(e.bank_ms_after),
         domain=record(e),
     )
 

@@ -30,6 +30,7 @@ from electric_table.clock import Clock
 from electric_table.metrics import TableMetrics
 from electric_table.records import decode_record, domain_of
 from electric_table.store import repo
+from electric_table.story import Story
 from electric_table.tableinfo import SeatInfo, TableInfo
 
 log = logging.getLogger(__name__)
@@ -86,6 +87,7 @@ class TableRuntime:
     last_event_type: str = ""
     deal_at: int | None = None
     task: asyncio.Task[None] | None = None
+    story: Story = field(default_factory=Story)
 
     def seat_of(self, player_id: str) -> int | None:
         """0-based domain seat of ``player_id`` (None when not seated here)."""
@@ -237,8 +239,11 @@ class TableManager:
         if not isinstance(first, tev.TableStarted) or not first.HasField("domain"):
             return None  # created without a playable tournament (see consumers)
         events: list[Any] = []
+        story = Story()
         for env in envelopes:
-            rec = domain_of(self.store.decode(env))
+            msg = self.store.decode(env)
+            story.feed(int(env.stream_version), msg)
+            rec = domain_of(msg)
             if rec is not None:
                 events.append(decode_record(rec, seeds))
         started = events[0]
@@ -255,6 +260,7 @@ class TableManager:
             config=cfg,
             tournament=Tournament.replay(cfg, events),
             version=int(envelopes[-1].stream_version),
+            story=story,
         )
         rt.last_event_type = envelopes[-1].event_type
         return rt
@@ -264,7 +270,7 @@ class TableManager:
         fresh = await asyncio.to_thread(self.rebuild, rt.table_id)
         if fresh is None:  # pragma: no cover - the stream cannot disappear
             return
-        rt.tournament, rt.version = fresh.tournament, fresh.version
+        rt.tournament, rt.version, rt.story = fresh.tournament, fresh.version, fresh.story
 
     async def close(self) -> None:
         """Stop every driver and background load (shutdown)."""

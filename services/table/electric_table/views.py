@@ -19,6 +19,7 @@ from electric_table.hand_protos import STREET_TO_PROTO
 from electric_table.mapping import PRE_ACTION_TO_PROTO
 from electric_table.runtime import TableRuntime
 from electric_table.store import repo
+from electric_table.story import pots_proto
 
 _STATUS = {
     repo.TableStatus.STARTING: table_pb2.TABLE_STATUS_STARTING,
@@ -51,6 +52,13 @@ def build_view(rt: TableRuntime, viewer: str, now_ms: int) -> table_pb2.TableVie
         )
         for s in v.seats
     ]
+    if v.has_hand:
+        for sv in seats:
+            last = rt.story.last_action.get(sv.seat)
+            if last is not None:
+                sv.last_action = last.action
+                sv.last_action_amount = last.amount_added
+                sv.last_action_street = last.street
     view = table_pb2.TableView(
         table_id=rt.table_id,
         table_name=info.table_name,
@@ -84,7 +92,7 @@ def build_view(rt: TableRuntime, viewer: str, now_ms: int) -> table_pb2.TableVie
     if v.level_ends_at is not None:
         view.level_ends_at.CopyFrom(convert.ms_timestamp(v.level_ends_at))
     if v.has_hand:
-        view.hand.CopyFrom(_hand_view(rt, v))
+        view.hand.CopyFrom(_hand_view(rt, v, seated=my is not None))
     if my is not None and not v.finished:
         if v.legal is not None:
             view.legal_actions.extend(
@@ -98,7 +106,7 @@ def build_view(rt: TableRuntime, viewer: str, now_ms: int) -> table_pb2.TableVie
     return view
 
 
-def _hand_view(rt: TableRuntime, v: PlayerView) -> table_pb2.HandView:
+def _hand_view(rt: TableRuntime, v: PlayerView, *, seated: bool) -> table_pb2.HandView:
     info = rt.info
     assert v.button is not None and v.small_blind_seat is not None
     assert v.big_blind_seat is not None
@@ -118,21 +126,40 @@ def _hand_view(rt: TableRuntime, v: PlayerView) -> table_pb2.HandView:
         pot_total=v.pot,
         electric=v.electric_hand,
     )
+    story = rt.story
     if live:
-        # Chips collected from earlier streets; this street's bets are in SeatView.street_bet
-        # (pot_total = both). Side pots are not split out in the view (they are in PotAwarded).
-        hv.pots.append(
-            table_pb2.Pot(
-                index=0,
-                amount=v.collected,
-                eligible_seats=[info.no(s.seat) for s in v.seats if s.in_hand],
+        # Chips collected from earlier streets, as main and side pots (this street's bets are
+        # in SeatView.street_bet; pot_total = both).
+        pots = story.collected_pots() if story.hand_number == v.hand_no else []
+        if sum(a for a, _ in pots) == v.collected:
+            hv.pots.extend(pots_proto(pots))
+        else:  # a story that is not this hand's (cannot happen once fed): one pot
+            hv.pots.append(
+                table_pb2.Pot(
+                    index=0,
+                    amount=v.collected,
+                    eligible_seats=[info.no(s.seat) for s in v.seats if s.in_hand],
+                )
             )
-        )
+    elif story.hand_number == v.hand_no:
+        hv.awards.extend(story.awards)
+        if seated:
+            hv.deck_seed = story.deck_seed
     if live and v.deadline is not None:
         hv.act_deadline.CopyFrom(convert.ms_timestamp(v.deadline.at))
         hv.time_bank_running = v.deadline.phase is TimerPhase.BANK
         if v.actor_min_raise_to is not None:
             hv.min_raise_to = v.actor_min_raise_to
+        ring = table_pb2.TurnTimer(
+            seat=info.no(v.deadline.seat),
+            action_timer=convert.ms_duration(v.action_timer_ms),
+            time_bank_remaining=convert.ms_duration(v.actor_bank_ms),
+            time_bank_in_use=hv.time_bank_running,
+            deadline=convert.ms_timestamp(v.deadline.at),
+        )
+        if v.turn_started_at is not None:
+            ring.turn_started_at.CopyFrom(convert.ms_timestamp(v.turn_started_at))
+        hv.turn_timer.CopyFrom(ring)
     return hv
 
 

@@ -15,19 +15,18 @@ money-flow counters of :mod:`.metrics`).
 
 from __future__ import annotations
 
-import base64
 import copy
-import json
 import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from electric_clients.accounts import PROMOTIONS
 from electric_eventlog.engine import read_only
 from electric_eventlog.errors import ConcurrencyError
 from electric_eventlog.store import EventStore
+from electric_platform import paging
 from electric_platform.context import correlation_id, request_id
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import IntegrityError, OperationalError
@@ -37,10 +36,6 @@ from . import codec, store
 from . import domain as d
 
 R = TypeVar("R")
-
-#: Default and maximum page sizes of ListTransactions.
-DEFAULT_PAGE = 50
-MAX_PAGE = 500
 
 
 class Aborted(d.WalletError):
@@ -360,11 +355,9 @@ class Wallet:
             raise d.InvalidArgument(f"malformed player id {player_id!r}")
         if account_id and d.parse_account_id(account_id) is None:
             raise d.InvalidArgument(f"malformed account id {account_id!r}")
-        if page_size < 0 or page_size > MAX_PAGE:
-            raise d.InvalidArgument(f"page_size must be 0..{MAX_PAGE}")
-        size = page_size or DEFAULT_PAGE
-        scope = f"p:{player_id}" if player_id else f"a:{account_id}"
-        before = _decode_token(page_token, scope) if page_token else None
+        size = paging.page_size(page_size)
+        scope = "wallet.ListTransactions:" + (f"p:{player_id}" if player_id else f"a:{account_id}")
+        before = paging.decode_page_token(page_token, scope) if page_token else None
         with self._read() as conn:
             ids = d.player_account_ids(player_id) if player_id else (account_id,)
             if not store.load(conn, ids).accounts:
@@ -374,24 +367,5 @@ class Wallet:
             )
         more = len(rows) > size
         rows = rows[:size]
-        token = _encode_token(rows[-1].entry_id, scope) if more and rows else ""
+        token = paging.encode_page_token(rows[-1].entry_id, scope) if more and rows else ""
         return rows, token
-
-
-def _encode_token(entry_id: int, scope: str) -> str:
-    raw = json.dumps({"before": entry_id, "scope": scope}).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def _decode_token(token: str, scope: str) -> int:
-    try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        data: Any = json.loads(raw)
-        before = data["before"]
-        if not isinstance(before, int) or isinstance(before, bool):
-            raise ValueError
-    except (ValueError, KeyError, TypeError):
-        raise d.InvalidArgument("page_token is malformed") from None
-    if data.get("scope") != scope:
-        raise d.InvalidArgument("page_token belongs to another statement")
-    return before

@@ -73,7 +73,7 @@ def app_services(services: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any
     return {
         name: spec
         for name, spec in services.items()
-        if (_command_module(spec) or "").startswith("electric_")
+        if _command_module(spec) in {f"electric_{s}" for s in config.SERVICES}
     }
 
 
@@ -154,13 +154,15 @@ async def _exported_by_running_services(var_dir: Path) -> dict[str, set[str]]:
     from electric_table.app import setup as table_setup
     from electric_wallet.app import setup as wallet_setup
 
+    from tests.support.auth import auth_env
+
     setups: dict[str, SetupFn] = {
         "wallet": wallet_setup,
         "registration": registration_setup,
         "table": table_setup,
         "payout": payout_setup,
     }
-    env = {"ELECTRIC_VAR_DIR": str(var_dir), "ELECTRIC_LOG_LEVEL": "WARNING"}
+    env = {"ELECTRIC_VAR_DIR": str(var_dir), "ELECTRIC_LOG_LEVEL": "WARNING", **auth_env()}
     for service in setups:
         env[f"ELECTRIC_{service.upper()}_GRPC_PORT"] = "0"
         env[f"ELECTRIC_{service.upper()}_METRICS_PORT"] = "-1"
@@ -259,7 +261,12 @@ def test_service_environment_is_what_config_reads(services: dict[str, dict[str, 
         env = _environment(spec)
         unknown = set(env) - known
         assert not unknown, f"{name} sets variables no service reads: {sorted(unknown)}"
-        for required in ("DATABASE_URL", "KAFKA_BOOTSTRAP_SERVERS", "ELECTRIC_AUTH_SECRET"):
+        for required in (
+            "DATABASE_URL",
+            "KAFKA_BOOTSTRAP_SERVERS",
+            "ELECTRIC_AUTH_JWKS_FILE",
+            "ELECTRIC_AUTH_SIGNING_KEY_FILE",
+        ):
             assert env.get(required), f"{name} must set {required}"
 
 
@@ -272,7 +279,15 @@ def test_service_config_resolves_to_the_compose_wiring(
     assert cfg.grpc_host == "0.0.0.0" and cfg.metrics_host == "0.0.0.0"
     assert cfg.grpc_port == config.DEFAULT_GRPC_PORTS[service]
     assert cfg.metrics_port == config.DEFAULT_METRICS_PORTS[service]
-    assert not cfg.auth_secret_is_default
+    # Keys come from the `keys` init service's volume, mounted read-only.
+    assert env["ELECTRIC_AUTH_JWKS_FILE"] == "/keys/jwks.json"
+    assert env["ELECTRIC_AUTH_SIGNING_KEY_FILE"] == f"/keys/{service}.jwk.json"
+    assert "authkeys:/keys:ro" in services[service]["volumes"]
+    assert services[service]["depends_on"]["keys"]["condition"] == (
+        "service_completed_successfully"
+    )
+    assert services["keys"]["command"][:3] == ["python", "-m", "electric_platform.keys"]
+    assert "authkeys:/keys" in services["keys"]["volumes"]
     url = make_url(cfg.database_url)
     assert url.drivername == "postgresql+psycopg"
     assert url.host in services and url.port == 5432
@@ -399,6 +414,7 @@ def test_every_service_exports_its_metrics(exported: dict[str, set[str]]) -> Non
         assert "electric_eventlog_dead_letters_total" in exported[service]
     assert "electric_registration_multiplier_configured_probability" in exported["registration"]
     assert "electric_registration_tables_filled_total" in exported["registration"]
+    assert "electric_registration_wallet_ops_oldest_pending_age_seconds" in exported["registration"]
     assert "electric_wallet_posted_cents_total" in exported["wallet"]
     assert "electric_table_overdue_seconds" in exported["table"]
     assert "electric_payout_credited_cents_total" in exported["payout"]
@@ -449,6 +465,7 @@ def test_alert_rules_are_complete(alert_rules: dict[str, Any]) -> None:
         "ServiceDown",
         "GrpcServerErrors",
         "PrizeCheckFailed",
+        "WalletWorkPendingTooLong",
     } <= set(names)
 
 

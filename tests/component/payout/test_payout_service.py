@@ -20,11 +20,10 @@ from electric_domain.tournament import default_config
 from electric_domain.tournament.prizes import place_amounts
 from electric_eventlog import EventStore
 from electric_payout.handlers import Crediter, Payouts
-from electric_platform import TokenSource
 
+from tests.support.auth import token_source
 from tests.support.reg_harness import (
     OPS,
-    SECRET,
     FakeTable,
     Stack,
     eventually,
@@ -120,6 +119,31 @@ async def test_finished_twice_credits_once_after_a_real_fill(stack: Stack) -> No
         payout_pb2.ListWinningsRequest(player_id="ben"), metadata=OPS
     )
     assert ops.total.cents == first.amount.cents
+    await _check_payout_privacy(stack, table_id, payout)
+
+
+async def _check_payout_privacy(
+    stack: Stack, table_id: str, full: payout_pb2.TournamentPayout
+) -> None:
+    """GetPayouts: a player sees the entry and wallet transfer ids of their own prizes only;
+    operators and auditors see all of them (``full`` is what an operator got)."""
+    assert all(p.entry_id and p.wallet_transfer_id for p in full.prizes)
+    request = payout_pb2.GetPayoutsRequest(tournament_id=table_id)
+    audit = await stack.payout.GetPayouts(request, metadata=md("aud", "auditor"))
+    assert audit.payout == full
+    for viewer in ("ben", "ann", "zoe"):  # winner, another placed player, an outsider
+        seen = (await stack.payout.GetPayouts(request, metadata=md(viewer))).payout
+        assert [(p.place, p.player_id, p.amount.cents) for p in seen.prizes] == [
+            (p.place, p.player_id, p.amount.cents) for p in full.prizes
+        ]
+        for mine, whole in zip(seen.prizes, full.prizes, strict=True):
+            if whole.player_id == viewer:
+                assert (mine.entry_id, mine.wallet_transfer_id) == (
+                    whole.entry_id,
+                    whole.wallet_transfer_id,
+                )
+            else:
+                assert mine.entry_id == "" and mine.wallet_transfer_id == ""
 
 
 def _started(tid: str, pool: int, bps: list[int], version: str = "test-ties-v1") -> object:
@@ -241,7 +265,7 @@ async def test_pay_table_of_the_config_and_credit_after_crash(stack: Stack, tmp_
         ("cy", 8_000),
     ]
     wallet = WalletClient.connect(
-        f"127.0.0.1:{stack.hosts['wallet'].grpc_port}", TokenSource(SECRET, "payout")
+        f"127.0.0.1:{stack.hosts['wallet'].grpc_port}", token_source("payout")
     )
     try:
         # "Crash": the wallet credited cy's prize, payout never recorded it.

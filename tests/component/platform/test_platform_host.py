@@ -21,20 +21,20 @@ from electric.registration.v1 import registration_pb2, registration_pb2_grpc
 from electric.table.v1 import table_pb2, table_pb2_grpc
 from electric_eventlog import decode_envelope, envelope_message, pack
 from electric_payout.app import setup as payout_setup
-from electric_platform import ServiceHost, issue_token, load_config, run_hosts
+from electric_platform import ServiceHost, load_config, run_hosts
 from electric_platform.eventpath import inprocess_bus
 from electric_registration.app import setup as registration_setup
 from electric_table.app import setup as table_setup
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-SECRET = "host-unit-secret-0123456789abcdef0123456789"
+from tests.support.auth import auth_env, bearer
 
 
 def _env(tmp: Path) -> dict[str, str]:
     return {
         "ELECTRIC_VAR_DIR": str(tmp),
-        "ELECTRIC_AUTH_SECRET": SECRET,
+        **auth_env(),
         "ELECTRIC_GRPC_PORT": "0",
         "ELECTRIC_METRICS_PORT": "0",
         "ELECTRIC_SHUTDOWN_GRACE_SECONDS": "3",
@@ -42,7 +42,7 @@ def _env(tmp: Path) -> dict[str, str]:
 
 
 def _md(sub: str = "alice", role: str = "player") -> Any:
-    return (("authorization", f"Bearer {issue_token(sub, role, SECRET, 60)}"),)
+    return bearer(sub, role, 60)
 
 
 async def _wait(predicate: Callable[[], bool], timeout: float = 10) -> None:

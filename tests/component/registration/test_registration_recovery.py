@@ -13,13 +13,13 @@ from electric.table.v1 import events_pb2 as table_events
 from electric.wallet.v1 import ledger_pb2
 from electric_clients.wallet import WalletClient
 from electric_eventlog import EventStore
-from electric_platform import TokenSource
 from electric_registration import handlers
 from electric_registration.store import tables as t
 from electric_registration.wallet_work import WalletWork
 from sqlalchemy import func, select, update
 
-from tests.support.reg_harness import SECRET, FakeTable, Stack, eventually, finished_event, md
+from tests.support.auth import token_source
+from tests.support.reg_harness import FakeTable, Stack, eventually, finished_event, md
 
 
 def _started_count(stack: Stack, table_id: str) -> int:
@@ -87,7 +87,7 @@ async def test_owed_wallet_work_survives_a_crash_exactly_once(stack: Stack) -> N
         )
     store = EventStore(engine, producer="registration")
     wallet = WalletClient.connect(
-        f"127.0.0.1:{stack.hosts['wallet'].grpc_port}", TokenSource(SECRET, "registration")
+        f"127.0.0.1:{stack.hosts['wallet'].grpc_port}", token_source("registration")
     )
     try:
         work = WalletWork(engine, store, wallet)
@@ -124,7 +124,7 @@ async def test_abandoned_reservations_are_rolled_back(stack: Stack) -> None:
     )
     assert isinstance(attempt, handlers.Attempt)
     wallet = WalletClient.connect(
-        f"127.0.0.1:{stack.hosts['wallet'].grpc_port}", TokenSource(SECRET, "registration")
+        f"127.0.0.1:{stack.hosts['wallet'].grpc_port}", token_source("registration")
     )
     try:
         # Only the first of two reservations happened before the "crash".
@@ -196,17 +196,34 @@ async def test_my_tables_follow_the_table_topic_and_watch_pushes(stack: Stack) -
                 [(1, 1, "w1", "e1", 1, 0), (2, 2, "w2", "e2", 1, 2), (3, 3, "w3", "e3", 1, 2)],
                 2,
                 200,
+                prizes={1: 200},
             ),
         )
 
-        async def gone() -> object:
+        async def final() -> object:
             s = await asyncio.wait_for(call.read(), 5)
-            return s if not s.tables else None
+            done = s.tables[0] if s.tables else None
+            return s if done and done.status == registration_pb2.TABLE_STATUS_FINISHED else None
 
-        await eventually(gone)
+        # The final snapshot: the table stays listed, finished, with the place and prize.
+        last = (await eventually(final)).tables[0]
+        assert (last.finishing_place, last.prize.cents, last.status_text) == (
+            1,
+            200,
+            "Finished 1st",
+        )
     finally:
         fake.close()
         call.cancel()
     [done] = await stack.my_tables("w1", include_finished=True)
     assert done.status == registration_pb2.TABLE_STATUS_FINISHED
     assert done.current_hand_number == 2
+    # The filter: ACTIVE leaves it out, FINISHED lists it.
+    for chosen, expected in (
+        (registration_pb2.MY_TABLES_FILTER_ACTIVE, []),
+        (registration_pb2.MY_TABLES_FILTER_FINISHED, [table_id]),
+    ):
+        listed = await stack.reg.ListMyTables(
+            registration_pb2.ListMyTablesRequest(status_filter=chosen), metadata=md("w1")
+        )
+        assert [t.table_id for t in listed.tables] == expected

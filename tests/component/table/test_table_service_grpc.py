@@ -24,8 +24,8 @@ from electric_platform.eventpath import inprocess_bus
 from electric_table.app import MANAGERS, make_setup
 from electric_table.runtime import TableManager, table_stream
 
+from tests.support.auth import auth_env
 from tests.support.table_kit import (
-    SECRET,
     Bot,
     check_privacy,
     check_stream,
@@ -60,7 +60,7 @@ async def running_env(tmp_path: Path, **extra: str) -> AsyncIterator[Env]:
         {
             **extra,
             "ELECTRIC_VAR_DIR": str(tmp_path),
-            "ELECTRIC_AUTH_SECRET": SECRET,
+            **auth_env(),
             "ELECTRIC_GRPC_PORT": "0",
             "ELECTRIC_METRICS_PORT": "-1",
             "ELECTRIC_SHUTDOWN_GRACE_SECONDS": "1",
@@ -146,6 +146,9 @@ async def test_full_tournament_over_grpc_with_private_views(env: Env) -> None:
             )
         if isinstance(m, tev.HandEngineEvent) and m.kind == "DeckEscrowed":
             assert m.domain.redacted and '"seed_hex":""' in m.domain.canonical_json
+    # WatchTable told every bot the whole story, in order, with its own privacy.
+    for b in bots:
+        _check_story(b, events)
     # Privacy: every message of every player's stream.
     checked = sum(check_privacy(b, events) for b in bots)
     assert checked > 10
@@ -236,6 +239,55 @@ async def test_permissions_not_found_stale_and_bad_amounts(env: Env) -> None:
     with pytest.raises(grpc.aio.AioRpcError) as info:
         await env.stub.GetTable(table_pb2.GetTableRequest(table_id="nope"), metadata=md(player))
     assert info.value.code() is grpc.StatusCode.NOT_FOUND
+
+
+def _check_story(bot: Bot, events: list[tuple[int, Any]]) -> None:
+    """Every stored event after the bot's first snapshot reached it exactly once, in order,
+    as the typed event (bookkeeping of the engine and other seats' pre-turn selections
+    excepted); hole cards only its own; each revealed deck seed matches its commitment."""
+    import hashlib
+
+    assert bot.events, f"{bot.name} got no events"
+    first = bot.views[0].version
+    seat = bot.views[0].your_seat
+    expected = []
+    for v, m in events:
+        if v <= first or isinstance(m, tev.TableStarted):
+            continue
+        if isinstance(m, tev.HandEngineEvent) and m.kind not in (
+            "UncalledBetReturned",
+            "HandMucked",
+            "RoundClosed",
+        ):
+            continue
+        if isinstance(m, tev.PreActionSet | tev.PreActionCleared) and m.seat != seat:
+            continue
+        expected.append(v)
+    got = [r.sequence for r in bot.events]
+    assert got == expected, f"{bot.name}: events lost, repeated or out of order"
+    stored = dict(events)
+    commitments: dict[int, str] = {}
+    for r in bot.events:
+        assert r.event.sequence == r.sequence
+        assert r.event_type == type(stored[r.sequence]).DESCRIPTOR.full_name
+        kind = r.event.WhichOneof("kind")
+        if kind == "hole_cards_dealt":
+            mine = r.event.hole_cards_dealt.seat == seat
+            assert bool(r.event.hole_cards_dealt.cards) == mine
+            assert r.event.hole_cards_dealt.card_count == 2
+        elif kind == "action":
+            m = stored[r.sequence]
+            assert (r.event.action.seat, r.event.action.amount_added) == (m.seat, m.amount_added)
+        elif kind == "hand_started":
+            commitments[r.event.hand_started.hand_number] = r.event.hand_started.deck_commitment
+        elif kind == "hand_ended" and r.event.hand_ended.hand_number in commitments:
+            seed = bytes.fromhex(r.event.hand_ended.deck_seed)
+            want = commitments[r.event.hand_ended.hand_number]
+            assert hashlib.sha256(seed).hexdigest() == want
+        elif kind == "pot_awarded":
+            total = sum(w.amount for w in r.event.pot_awarded.winners)
+            assert total == r.event.pot_awarded.amount
+    assert bot.events[-1].event.WhichOneof("kind") == "tournament_finished"
 
 
 async def test_duplicate_request_id_is_applied_once(env: Env) -> None:
@@ -379,10 +431,16 @@ async def test_pre_actions_and_watch_push(env: Env) -> None:
         ),
         metadata=md(player),
     )
+    # Every stored event follows in order, the fold first; the snapshot comes with the last
+    # event stored so far.
     nxt = await asyncio.wait_for(stream.read(), timeout=2)
-    assert nxt.table.version > first.table.version and nxt.event_type.startswith(
-        "electric.table.v1."
-    )
+    assert nxt.sequence == first.sequence + 1 == first.table.version + 1
+    assert nxt.event_type == "electric.table.v1.ActionTaken"
+    assert nxt.event.action.action == table_pb2.ACTION_TYPE_FOLD
+    assert nxt.event.action.seat == view.your_seat
+    while not nxt.HasField("table"):
+        nxt = await asyncio.wait_for(stream.read(), timeout=2)
+    assert nxt.table.version == nxt.sequence > first.table.version
     stream.cancel()
 
 

@@ -9,10 +9,10 @@ from electric.wallet.v1 import ledger_pb2, wallet_pb2
 from electric_clients.wallet import WalletClient, insufficient_funds
 from electric_wallet.store.projections import rebuild_and_compare
 
+from tests.support.auth import token_source
 from tests.support.wallet_kit import (
     AUDITOR,
     OPERATOR,
-    SECRET,
     SERVICE,
     Env,
     balance,
@@ -175,7 +175,6 @@ async def test_adjust(env: Env) -> None:
 
 
 async def test_client_helper_buy_in_flow(env: Env) -> None:
-    from electric_platform.auth import TokenSource
 
     await deposit(env, "alice", 1000)
     await env.stub.Adjust(
@@ -188,7 +187,7 @@ async def test_client_helper_buy_in_flow(env: Env) -> None:
         ),
         metadata=OPERATOR,
     )
-    async with WalletClient.connect(env.target, TokenSource(SECRET, "registration")) as w:
+    async with WalletClient.connect(env.target, token_source("registration")) as w:
         t = await w.reserve("buyin-e1", "alice", 1200)
         assert [(leg.debit_account_id, leg.amount) for leg in t.legs] == [
             ("player:alice:cash", 1000),

@@ -166,9 +166,12 @@ async def test_list_transactions_errors(env: Env) -> None:
         == grpc.StatusCode.INVALID_ARGUMENT
     )
     big = wallet_pb2.ListTransactionsRequest(player_id="alice")
-    big.page.page_size = 501
+    big.page.page_size = 501  # the one page-size rule: served as the maximum
+    assert len((await env.stub.ListTransactions(big, metadata=ALICE)).entries) == 1
+    negative = wallet_pb2.ListTransactionsRequest(player_id="alice")
+    negative.page.page_size = -1
     assert (
-        await code_of(env.stub.ListTransactions(big, metadata=ALICE))
+        await code_of(env.stub.ListTransactions(negative, metadata=ALICE))
         == grpc.StatusCode.INVALID_ARGUMENT
     )
     ghost = wallet_pb2.ListTransactionsRequest(player_id="ghost")

@@ -11,11 +11,12 @@ from typing import Any
 import grpc
 from electric.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from electric_eventlog import create_engine, unsent_count
-from electric_platform.auth import issue_token
 from electric_platform.config import load_config
 from electric_platform.eventpath import inprocess_bus
 from electric_platform.server import ServiceHost
 from electric_wallet.app import setup
+
+from tests.support.auth import auth_env, token
 
 
 async def test_service_host_serves_wallet_and_money_metrics(tmp_path: Any) -> None:
@@ -25,17 +26,18 @@ async def test_service_host_serves_wallet_and_money_metrics(tmp_path: Any) -> No
             "ELECTRIC_VAR_DIR": str(tmp_path),
             "ELECTRIC_WALLET_GRPC_PORT": "0",
             "ELECTRIC_WALLET_METRICS_PORT": "0",
+            **auth_env(),
         },
     )
     host = ServiceHost(config, setup)
     await host.start()
     try:
-        token = issue_token("op", "operator", config.auth_secret)
+        op_token = token("op", "operator")
         async with grpc.aio.insecure_channel(f"127.0.0.1:{host.grpc_port}") as channel:
             stub = wallet_pb2_grpc.WalletServiceStub(channel)
             r = await stub.Deposit(
                 wallet_pb2.DepositRequest(transfer_id="d1", player_id="zed", amount=1234),
-                metadata=(("authorization", f"Bearer {token}"),),
+                metadata=(("authorization", f"Bearer {op_token}"),),
             )
             assert r.balance.cash == 1234
             try:
@@ -68,18 +70,19 @@ async def test_outbox_is_relayed_and_drained_at_shutdown(tmp_path: Any) -> None:
             "ELECTRIC_VAR_DIR": str(tmp_path),
             "ELECTRIC_WALLET_GRPC_PORT": "0",
             "ELECTRIC_WALLET_METRICS_PORT": "-1",
+            **auth_env(),
         },
     )
     host = ServiceHost(config, setup)
     await host.start()
     try:
-        token = issue_token("op", "operator", config.auth_secret)
+        op_token = token("op", "operator")
         async with grpc.aio.insecure_channel(f"127.0.0.1:{host.grpc_port}") as channel:
             stub = wallet_pb2_grpc.WalletServiceStub(channel)
             for n in range(5):
                 await stub.Deposit(
                     wallet_pb2.DepositRequest(transfer_id=f"d{n}", player_id="zed", amount=10),
-                    metadata=(("authorization", f"Bearer {token}"),),
+                    metadata=(("authorization", f"Bearer {op_token}"),),
                 )
     finally:
         await host.stop(0)

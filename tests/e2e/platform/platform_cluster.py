@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import ModuleType
 
+from tests.support.auth import write_keys
 from tests.support.infra import fresh_database
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -94,11 +95,12 @@ def run_cluster(
     kafka_bootstrap: str,
     tmp: Path,
     *,
-    secret: str,
     extra_env: Mapping[str, str] | None = None,
     namespace: str | None = None,
 ) -> Iterator[Cluster]:
-    """Start the four services (own database each, shared Kafka and secret); kill at exit.
+    """Start the four services (own database each, shared Kafka; the test session's token
+    keys written into ``tmp/keys``: each service verifies with the public JWKS file and signs
+    its own calls with its own key file); kill at exit.
 
     The run gets its own Kafka namespace (``ELECTRIC_KAFKA_NAMESPACE``, default a fresh
     ``e2e-<random>``): its topics and consumer groups are its own, so parallel runs on one
@@ -115,6 +117,7 @@ def run_cluster(
             for k, v in os.environ.items()
             if not k.startswith("ELECTRIC_") and k != "DATABASE_URL"
         }
+        key_env = write_keys(tmp / "keys").env()
         targets = {f"ELECTRIC_{n.upper()}_TARGET": p.target for n, p in procs.items()}  # type: ignore[attr-defined]
         for name, p in procs.items():
             envs[name] = {
@@ -122,7 +125,7 @@ def run_cluster(
                 "DATABASE_URL": p.db_url,  # type: ignore[attr-defined]
                 "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
                 "ELECTRIC_KAFKA_NAMESPACE": ns,
-                "ELECTRIC_AUTH_SECRET": secret,
+                **key_env,
                 "ELECTRIC_GRPC_PORT": str(p.grpc_port),  # type: ignore[attr-defined]
                 "ELECTRIC_METRICS_PORT": str(p.metrics_port),  # type: ignore[attr-defined]
                 "ELECTRIC_SHUTDOWN_GRACE_SECONDS": "5",

@@ -32,13 +32,13 @@ from electric.table.v1 import events_pb2 as table_events
 from electric.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from electric_bots.runner import BotRunner, BotRunnerConfig, Targets
 from electric_eventlog.kafka import KafkaBus
-from electric_platform import issue_token
 from platform_cluster import Cluster, run_cluster
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.support.auth import ISSUER_KEY, bearer
+
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
-SECRET = "e2e-platform-secret-0123456789abcdef0123456789abcdef"
 TOURNAMENTS = 20
 #: Wall-clock budget for the bots to get there.
 PLAY_BUDGET_SECONDS = 420.0
@@ -60,7 +60,7 @@ TOP_HEAVY_SHARES = (80, 10, 10)
 
 
 def _md(sub: str, role: str) -> tuple[tuple[str, str], ...]:
-    return (("authorization", f"Bearer {issue_token(sub, role, SECRET, 900)}"),)
+    return bearer(sub, role, 900)
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,7 @@ def cluster(
     tmp = tmp_path_factory.mktemp("platform")
     # Speed: no pause between hands (the table service's knob).
     extra = {"ELECTRIC_TABLE_HAND_PAUSE_MS": "0", "ELECTRIC_LOG_LEVEL": "INFO"}
-    with run_cluster(postgres_url, kafka_bootstrap, tmp, secret=SECRET, extra_env=extra) as c:
+    with run_cluster(postgres_url, kafka_bootstrap, tmp, extra_env=extra) as c:
         yield c
 
 
@@ -234,7 +234,7 @@ async def test_bots_play_twenty_tournaments_and_the_money_adds_up(
                 table=cluster.target("table"),
                 wallet=cluster.target("wallet"),
             ),
-            secret=SECRET,
+            key=ISSUER_KEY,
             bots=30,  # six per tier: two tables of each buy-in play at once
             mix=(("random", 5), ("tag", 1)),  # loose bots end tournaments before Electric Mode
             until_finished=TOURNAMENTS,

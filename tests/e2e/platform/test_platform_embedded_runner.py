@@ -17,8 +17,6 @@ from pathlib import Path
 import grpc
 import pytest
 from electric.registration.v1 import registration_pb2, registration_pb2_grpc
-from electric_platform import issue_token
-from electric_platform.config import DEV_AUTH_SECRET
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
@@ -29,6 +27,7 @@ FIRST_FINISH_SECONDS = 90.0
 ADDRESS = re.compile(r"^\s+(registration|table|wallet|payout)\s+grpc (127\.0\.0\.1:\d+)")
 FINISHED = re.compile(r"finished (\d+)")
 HANDS = re.compile(r"hands dealt (\d+)")
+MINT = re.compile(r"python -m electric_platform\.token --key (\S+) --sub alice --role player")
 
 
 def test_embedded_runner_plays_tournaments_and_stops_cleanly(tmp_path: Path) -> None:
@@ -66,7 +65,14 @@ def test_embedded_runner_plays_tournaments_and_stops_cleanly(tmp_path: Path) -> 
         output = "".join(lines)
         assert proc.poll() is None, output
         assert set(addresses) == {"registration", "table", "wallet", "payout"}, output
-        assert "python -m electric_platform.token" in output
+        # The run made its own keys (no shared development secret) and says how to mint.
+        mint = MINT.search(output)
+        assert mint is not None, output
+        issuer_key = Path(mint.group(1))
+        if not issuer_key.is_absolute():
+            issuer_key = tmp_path / issuer_key
+        assert issuer_key.parent == (tmp_path / "var" / "keys")
+        assert (issuer_key.stat().st_mode & 0o077) == 0, "private keys are 0600"
         assert finished >= 1 and hands >= 1, output[-3000:]
         first_finish = time.monotonic() - started
         # The printed addresses serve: health, and the lobby with a development token.
@@ -76,7 +82,17 @@ def test_embedded_runner_plays_tournaments_and_stops_cleanly(tmp_path: Path) -> 
                     health_pb2.HealthCheckRequest(), timeout=5
                 )
                 assert health.status == health_pb2.HealthCheckResponse.SERVING
-        token = issue_token("newcomer", "player", DEV_AUTH_SECRET, 60)
+        minted = subprocess.run(
+            [
+                *(sys.executable, "-m", "electric_platform.token", "--key", str(issuer_key)),
+                *("--sub", "newcomer", "--role", "player", "--ttl", "60"),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=tmp_path,
+        )
+        token = minted.stdout.strip()
         with grpc.insecure_channel(addresses["registration"]) as ch:
             lobby = registration_pb2_grpc.RegistrationServiceStub(ch).ListLobby(
                 registration_pb2.ListLobbyRequest(),

@@ -24,8 +24,8 @@ from electric_eventlog import EventStore, create_engine
 from electric_eventlog.kafka import KafkaBus
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from tests.support.auth import auth_env
 from tests.support.table_kit import (
-    SECRET,
     Bot,
     check_privacy,
     check_stream,
@@ -60,7 +60,7 @@ class TableProcess:
             **base,
             "DATABASE_URL": db_url,
             "KAFKA_BOOTSTRAP_SERVERS": kafka,
-            "ELECTRIC_AUTH_SECRET": SECRET,
+            **auth_env(),
             "ELECTRIC_GRPC_PORT": str(self.port),
             "ELECTRIC_METRICS_PORT": "-1",
             "ELECTRIC_TABLE_HAND_PAUSE_MS": "100",

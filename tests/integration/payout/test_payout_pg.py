@@ -19,12 +19,11 @@ from electric_domain.tournament import default_config
 from electric_domain.tournament.prizes import place_amounts
 from electric_eventlog import EventStore, IdempotentConsumer
 from electric_payout.handlers import Crediter, Payouts
-from electric_platform import TokenSource
 
+from tests.support.auth import token_source
 from tests.support.infra import fresh_database
 from tests.support.reg_harness import (
     OPS,
-    SECRET,
     FakeTable,
     Stack,
     eventually,
@@ -111,7 +110,7 @@ async def test_redelivered_results_and_racing_workers_credit_once_pg(stack: Stac
     assert outcomes == [False] * 4
     # Two credit workers racing over the same (already credited) prizes: nothing moves.
     wallet = WalletClient.connect(
-        f"127.0.0.1:{stack.hosts['wallet'].grpc_port}", TokenSource(SECRET, "payout")
+        f"127.0.0.1:{stack.hosts['wallet'].grpc_port}", token_source("payout")
     )
     try:
         done = await asyncio.gather(
@@ -187,7 +186,7 @@ async def test_two_credit_workers_racing_credit_each_prize_once_pg(
                 decision = payouts.on_finished(conn, f_env, finished)
             assert decision is not None and decision.awarded == 3
             wallet = WalletClient.connect(
-                f"127.0.0.1:{stack.hosts['wallet'].grpc_port}", TokenSource(SECRET, "payout")
+                f"127.0.0.1:{stack.hosts['wallet'].grpc_port}", token_source("payout")
             )
             try:
                 done = await asyncio.gather(

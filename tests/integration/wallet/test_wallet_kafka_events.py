@@ -13,14 +13,13 @@ import pytest
 from electric.eventlog.v1.envelope_pb2 import Envelope
 from electric.wallet.v1 import events_pb2, ledger_pb2, wallet_pb2, wallet_pb2_grpc
 from electric_eventlog.kafka import KafkaBus
-from electric_platform.auth import issue_token
 from electric_platform.config import load_config
 from electric_platform.server import ServiceHost
 from electric_wallet.app import setup
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+from tests.support.auth import auth_env, bearer
 
-SECRET = "wallet-kafka-test-secret-0123456789abcdef"
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
 
 async def _topic(bootstrap: str) -> list[Envelope]:
@@ -41,7 +40,7 @@ async def test_wallet_events_reach_kafka(
         {
             "DATABASE_URL": fresh_pg_url,
             "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
-            "ELECTRIC_AUTH_SECRET": SECRET,
+            **auth_env(),
             "ELECTRIC_VAR_DIR": str(tmp_path),
             "ELECTRIC_WALLET_GRPC_PORT": "0",
             "ELECTRIC_WALLET_METRICS_PORT": "-1",
@@ -51,7 +50,7 @@ async def test_wallet_events_reach_kafka(
     await host.start()
     run = uuid.uuid4().hex[:10]
     player = f"kp-{run}"
-    md = (("authorization", f"Bearer {issue_token('op', 'operator', SECRET)}"),)
+    md = bearer("op", "operator")
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{host.grpc_port}") as ch:
             stub = wallet_pb2_grpc.WalletServiceStub(ch)

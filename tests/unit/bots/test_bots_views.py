@@ -167,7 +167,12 @@ def test_turn_and_pre_actions_follow_the_view() -> None:
     assert not is_my_turn(other)
     assert offered_pre_actions(other) == {PreAction.FOLD, PreAction.CALL}
     unbet = _view(legal=[], to_act=1, current_bet=10, my_bet=10)
-    assert offered_pre_actions(unbet) == {PreAction.CHECK_FOLD, PreAction.CHECK}
+    assert offered_pre_actions(unbet) == {  # seed 5.b: fold always; bet with no bet
+        PreAction.FOLD,
+        PreAction.CHECK_FOLD,
+        PreAction.CHECK,
+        PreAction.BET,
+    }
     assert TightAggressiveBot().pre_action(offered_pre_actions(other), random.Random(1)) is None
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 from electric_platform.config import (
-    DEV_AUTH_SECRET,
     ENV_VARS,
     SERVICES,
     ConfigError,
@@ -25,7 +24,10 @@ def test_defaults_per_service() -> None:
     assert cfg.grpc_host == "127.0.0.1" and cfg.metrics_host == "127.0.0.1"
     assert cfg.database_url == "sqlite+pysqlite:///var/table.db"
     assert cfg.kafka_bootstrap_servers == "" and not cfg.uses_kafka
-    assert cfg.auth_secret == DEV_AUTH_SECRET and cfg.auth_secret_is_default
+    # No default key: auth material must be configured (the host refuses to start without).
+    assert cfg.auth_jwks == "" and cfg.auth_signing_key == ""
+    assert (cfg.auth_issuer, cfg.auth_audience) == ("electric", "electric")
+    assert cfg.auth_max_token_lifetime == 86400.0 and cfg.page_token_key == ""
     assert cfg.log_level == "INFO" and cfg.log_format == "json"
     assert cfg.shutdown_grace_seconds == 10.0
     assert cfg.events_topic == "electric.table.events"
@@ -40,7 +42,10 @@ def test_plain_names_and_per_service_overrides() -> None:
         "ELECTRIC_PAYOUT_DATABASE_URL": "postgresql+psycopg://u:pw@db/payout",
         "KAFKA_BOOTSTRAP_SERVERS": "k:9092",
         "ELECTRIC_REGISTRATION_KAFKA_BOOTSTRAP_SERVERS": "",
-        "ELECTRIC_AUTH_SECRET": "s" * 40,
+        "ELECTRIC_AUTH_JWKS": '{"keys": []}',
+        "ELECTRIC_WALLET_AUTH_SIGNING_KEY": "s" * 40,
+        "ELECTRIC_AUTH_MAX_TOKEN_LIFETIME_SECONDS": "3600",
+        "ELECTRIC_PAGE_TOKEN_KEY": "p" * 40,
         "ELECTRIC_LOG_LEVEL": "debug",
         "ELECTRIC_VAR_DIR": "/data",
         "ELECTRIC_WALLET_TARGET": "wallet:50053",
@@ -53,9 +58,13 @@ def test_plain_names_and_per_service_overrides() -> None:
     # An explicitly empty per-service override means "in-process bus" for that service.
     assert load_config("registration", env).kafka_bootstrap_servers == ""
     cfg = load_config("wallet", env)
-    assert not cfg.auth_secret_is_default and cfg.log_level == "DEBUG"
+    assert cfg.auth_signing_key == "s" * 40 and cfg.log_level == "DEBUG"
+    assert load_config("table", env).auth_signing_key == ""  # per-service override only
+    assert cfg.auth_max_token_lifetime == 3600.0 and cfg.page_token_key == "p" * 40
     assert cfg.target("wallet") == "wallet:50053"
-    assert "pw" not in str(cfg.describe()) and "s" * 40 not in str(cfg.describe())
+    assert "pw" not in str(cfg.describe())
+    described = str(cfg.describe()) + repr(cfg)  # key material is never shown
+    assert "s" * 40 not in described and "p" * 40 not in described
     assert load_config("wallet", {"ELECTRIC_VAR_DIR": "/data"}).database_url == (
         "sqlite+pysqlite:////data/wallet.db"
     )
@@ -70,6 +79,9 @@ def test_plain_names_and_per_service_overrides() -> None:
         ({"ELECTRIC_LOG_LEVEL": "LOUD"}, "ELECTRIC_LOG_LEVEL"),
         ({"ELECTRIC_LOG_FORMAT": "xml"}, "ELECTRIC_LOG_FORMAT"),
         ({"ELECTRIC_SHUTDOWN_GRACE_SECONDS": "-1"}, "negative"),
+        ({"ELECTRIC_AUTH_MAX_TOKEN_LIFETIME_SECONDS": "0"}, "positive"),
+        ({"ELECTRIC_AUTH_MAX_TOKEN_LIFETIME_SECONDS": "day"}, "number"),
+        ({"ELECTRIC_PAGE_TOKEN_KEY": "short"}, "32 characters"),
     ],
 )
 def test_bad_values_are_rejected(env: dict[str, str], fragment: str) -> None:
@@ -87,7 +99,9 @@ def test_registry_is_documented_and_complete() -> None:
     assert len(names) == len(set(names))
     assert all(v.doc.strip() for v in ENV_VARS)
     every = all_env_var_names()
-    assert {"DATABASE_URL", "KAFKA_BOOTSTRAP_SERVERS", "ELECTRIC_AUTH_SECRET"} <= every
+    assert {"DATABASE_URL", "KAFKA_BOOTSTRAP_SERVERS", "ELECTRIC_AUTH_JWKS"} <= every
+    assert "ELECTRIC_AUTH_JWKS_FILE" in every and "ELECTRIC_PAYOUT_AUTH_SIGNING_KEY_FILE" in every
+    assert "ELECTRIC_AUTH_SECRET" not in every  # no shared secret any more
     assert "ELECTRIC_TABLE_GRPC_PORT" in every and "ELECTRIC_TABLE_DATABASE_URL" in every
     assert "ELECTRIC_TABLE_VAR_DIR" not in every  # VAR_DIR is process-wide
 

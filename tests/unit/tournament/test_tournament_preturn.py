@@ -11,10 +11,12 @@ from electric_domain.holdem import (
     Called,
     HoleCardsDealt,
 )
+from electric_domain.holdem.moves import Move
 from electric_domain.tournament.errors import (
     Rejected,
 )
 from electric_domain.tournament.events import (
+    Act,
     ActionTaken,
     Cause,
     ClearPreAction,
@@ -93,6 +95,62 @@ def test_check_executes_without_a_bet(table: Table) -> None:
     assert of(ev, ActionTaken)[-1].cause is Cause.PRE_ACTION
 
 
+def test_fold_is_always_offered_and_the_big_blind_can_fold(table: Table) -> None:
+    """rule=seed 000 §5.b.i / issue 11: fold is always offered, the big blind too — as a
+    pre-turn action with nothing to call and as a decision on the big blind's option."""
+    table.deal(1_000)  # button 2, SB 0, BB 1
+    assert PreAction.FOLD in table.t.pre_actions_available(1)
+    table.act(2, "call", 2_000)
+    table.act(0, "call", 3_000)
+    assert table.actor == 1
+    legal = table.t.legal_actions(1)
+    assert legal is not None and legal.can_check and legal.can_fold
+    ev = table.act(1, "fold", 4_000)  # folding the free option is accepted
+    assert [(a.seat, a.move) for a in of(ev, ActionTaken)] == [(1, "fold")]
+
+
+def test_fold_pre_action_folds_even_with_nothing_to_call(table: Table) -> None:
+    """rule=seed 000 §5.b.i: "the player will automatically fold their hand once it becomes
+    their action" — also when checking would be free."""
+    table.deal(1_000)
+    _sel(table, 1, PreAction.FOLD, 1_100)  # the big blind
+    table.act(2, "call", 2_000)
+    ev = table.act(0, "call", 3_000)
+    assert [(a.seat, a.move, a.cause) for a in of(ev, ActionTaken)][-1] == (
+        1,
+        "fold",
+        Cause.PRE_ACTION,
+    )
+
+
+def test_bet_pre_action_bets_the_minimum_without_a_bet(table: Table) -> None:
+    """rule=seed 000 §5.b ("bet" pre-selected): bets the minimum (the big blind) at the turn
+    when nobody bet before it."""
+    table.deal(1_000)
+    table.act(2, "call", 2_000)
+    table.act(0, "call", 3_000)
+    table.act(1, "check", 4_000)  # flop: SB (0) first, then BB (1), then button (2)
+    _sel(table, 1, PreAction.BET, 4_100)
+    ev = table.act(0, "check", 5_000)
+    last = of(ev, ActionTaken)[-1]
+    assert (last.seat, last.move, last.cause, last.amount) == (1, "bet", Cause.PRE_ACTION, 20)
+
+
+def test_bet_pre_action_is_unselected_by_a_bet(table: Table) -> None:
+    """rule=seed 000 §5.b (bet, decided like §5.b.iii check): a bet before the turn
+    unselects it; the player decides by hand."""
+    table.deal(1_000)
+    table.act(2, "call", 2_000)
+    table.act(0, "call", 3_000)
+    table.act(1, "check", 4_000)
+    _sel(table, 1, PreAction.BET, 4_100)
+    ev = table.act(0, "bet", 5_000, 40)
+    assert of(ev, PreActionUnselected) == [
+        PreActionUnselected(1, UnselectReason.BET, 5_000, PreAction.BET, 1)
+    ]
+    assert table.actor == 1
+
+
 @pytest.mark.parametrize(
     ("rule", "button_move", "button_amount", "executes"),
     [
@@ -131,7 +189,12 @@ def test_all_in_offered_only_when_the_bet_exceeds_the_chips(table: Table) -> Non
     table.act(0, "call", 7_000)
     table.act(1, "call", 8_000)
     table.act(2, "check", 9_000)  # flop: SB 1 acts first, then 2, then 0
-    assert table.t.pre_actions_available(0) == {PreAction.CHECK, PreAction.CHECK_FOLD}
+    assert table.t.pre_actions_available(0) == {
+        PreAction.FOLD,
+        PreAction.CHECK,
+        PreAction.CHECK_FOLD,
+        PreAction.BET,
+    }
     table.act(1, "all_in", 10_000)  # 490 behind
     assert table.actor == 2
     # seat 0 has 470 behind and faces 490: all-in offered, call not
@@ -205,3 +268,19 @@ def test_selection_cleared_when_the_hand_ends_before_the_turn(table: Table) -> N
         PreActionUnselected(1, UnselectReason.ROUND_END, 3_000, PreAction.CHECK, 1)
     ]
     assert table.t.state.seats[1].preaction is None
+
+
+def test_refusals_use_the_seed_names_and_no_seat_numbers(table: Table) -> None:
+    """Issue 11 gap 5: messages never use internal names (enum values such as
+    ``check_fold``) nor the domain's 0-based seat numbers."""
+    table.deal(1_000)
+    table.act(2, "raise_to", 2_000, 60)  # seat 1 (BB) now faces a bet: check not offered
+    with pytest.raises(Rejected) as info:
+        _sel(table, 1, PreAction.CHECK_FOLD, 2_100)
+    text = str(info.value)
+    assert "check/fold" in text and "check_fold" not in text and "all_in" not in text
+    assert "offered: fold, call" in text
+    with pytest.raises(Rejected) as info:
+        table.t.handle(Act(2, Move.FOLD, 2_200))
+    assert str(info.value).endswith("not your turn")
+    assert "seat" not in str(info.value)

@@ -16,6 +16,8 @@ from typing import Any
 
 import yaml
 
+from electric_domain.tournament.schedule import ButtonRule
+
 DEFAULT_CONFIG_NAME = "electric-v1.yaml"
 
 
@@ -103,6 +105,8 @@ class TournamentConfig:
     action_timer_ms: int
     time_bank_ms: int
     sit_out_after_consecutive_timeouts: int
+    #: How the button moves between hands (`schedule.ButtonRule`; default seed rule 11).
+    button_rule: ButtonRule = ButtonRule.NEXT_PLAYER
 
     @property
     def rake(self) -> Fraction:
@@ -174,6 +178,7 @@ _TOP = {
     "action_timer_ms",
     "time_bank_ms",
     "sit_out_after_consecutive_timeouts",
+    "button_rule",
 }
 
 
@@ -281,10 +286,18 @@ def parse_config(raw: Any) -> TournamentConfig:
             "sit_out_after_consecutive_timeouts",
             minimum=1,
         ),
+        button_rule=_button_rule(m.get("button_rule", ButtonRule.NEXT_PLAYER.value)),
     )
     if cfg.starting_stack < levels[0].big_blind:
         raise ConfigError("starting_stack: smaller than the first big blind")
     return cfg
+
+
+def _button_rule(value: Any) -> ButtonRule:
+    choices = [r.value for r in ButtonRule]
+    if not isinstance(value, str) or value not in choices:
+        raise ConfigError(f"button_rule: expected one of {choices}, got {value!r}")
+    return ButtonRule(value)
 
 
 def load_config(path: str | Path | None = None) -> TournamentConfig:

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, case, func, select
+from sqlalchemy import ColumnElement, Connection, case, func, or_, select
 
+from electric_registration.store import progress as progress_store
 from electric_registration.store import tables as t
+from electric_registration.store import wallet_ops
 
 
 @dataclass(frozen=True)
@@ -89,21 +91,58 @@ class MyTableRow:
     entry_ids: tuple[str, ...]
     current_hand_number: int = 0
     positions_paid: int = 0
-    payouts_cents: tuple[int, ...] = ()
+    #: (share in basis points — 0 when not recorded —, cents) per paid place.
+    payouts: tuple[tuple[int, int], ...] = ()
     commitment: str = ""
     seed_hex: str = ""
     paytable_version: str = ""
     entries: tuple[EntryRow, ...] = ()
+    turn_seat: int = 0
+    turn_deadline: datetime | None = None
+    cancel_reason: str = ""
+    ended_at: datetime | None = None
+    progress: progress_store.SeatProgress | None = None
+    #: Serialized TournamentStarted prepared at the fill (seats with display names).
+    tournament_started: bytes | None = None
+
+    @property
+    def payouts_cents(self) -> tuple[int, ...]:
+        return tuple(c for _, c in self.payouts)
 
 
 ACTIVE_STATUSES = ("registering", "filled", "running")
+ENDED_STATUSES = ("finished", "cancelled")
+
+
+def _payouts(text: str | None) -> tuple[tuple[int, int], ...]:
+    """``payouts_json``: ``[[bps, cents], ...]`` (older rows: ``[cents, ...]``)."""
+    out: list[tuple[int, int]] = []
+    for item in json.loads(text or "[]"):
+        if isinstance(item, list):
+            out.append((int(item[0]), int(item[1])))
+        else:
+            out.append((0, int(item)))
+    return tuple(out)
 
 
 def my_tables(
-    conn: Connection, player_id: str, *, include_finished: bool, offset: int, limit: int
+    conn: Connection,
+    player_id: str,
+    *,
+    include_finished: bool = False,
+    offset: int,
+    limit: int,
+    statuses: Sequence[str] | None = None,
+    ended_since: datetime | None = None,
 ) -> list[MyTableRow]:
-    """Tables where ``player_id`` holds entries (not unregistered), newest first."""
-    statuses = list(ACTIVE_STATUSES) + (["finished", "cancelled"] if include_finished else [])
+    """Tables where ``player_id`` holds entries (not unregistered), newest first:
+    ``statuses`` (default: active, plus ended with ``include_finished``); with
+    ``ended_since``, also the tables that ended at or after it."""
+    if statuses is None:
+        statuses = list(ACTIVE_STATUSES) + (list(ENDED_STATUSES) if include_finished else [])
+    selected: ColumnElement[bool] = t.tables.c.status.in_(list(statuses))
+    if ended_since is not None:
+        selected = or_(selected, t.tables.c.ended_at >= ended_since)
     rows = conn.execute(
         select(
             t.tables.c.table_id,
@@ -121,6 +160,11 @@ def my_tables(
             t.tables.c.multiplier_seed_commitment,
             t.tables.c.multiplier_seed,
             t.tables.c.paytable_version,
+            t.tables.c.turn_seat,
+            t.tables.c.turn_deadline,
+            t.tables.c.cancel_reason,
+            t.tables.c.ended_at,
+            t.tables.c.tournament_started,
             t.entries.c.entry_id,
             t.entries.c.player_id,
             t.entries.c.seat,
@@ -137,7 +181,7 @@ def my_tables(
         .where(
             t.entries.c.player_id == player_id,
             t.entries.c.status != "unregistered",
-            t.tables.c.status.in_(statuses),
+            selected,
         )
         .order_by(t.tables.c.opened_at.desc(), t.tables.c.table_id, t.entries.c.entry_id)
     ).all()
@@ -159,14 +203,23 @@ def my_tables(
             entry_ids=(*prev.entry_ids, r.entry_id) if prev else (r.entry_id,),
             current_hand_number=int(r.current_hand_number),
             positions_paid=int(r.positions_paid),
-            payouts_cents=tuple(int(x) for x in json.loads(r.payouts_json or "[]")),
+            payouts=_payouts(r.payouts_json),
             commitment=r.multiplier_seed_commitment,
             # The seed stays secret until the table filled.
             seed_hex=r.multiplier_seed if revealed else "",
             paytable_version=r.paytable_version,
             entries=(*prev.entries, entry) if prev else (entry,),
+            turn_seat=int(r.turn_seat),
+            turn_deadline=r.turn_deadline,
+            cancel_reason=r.cancel_reason or "",
+            ended_at=r.ended_at,
+            tournament_started=(
+                bytes(r.tournament_started) if r.tournament_started is not None else None
+            ),
         )
-    return list(grouped.values())[offset : offset + limit]
+    page = list(grouped.values())[offset : offset + limit]
+    seats = progress_store.of_player(conn, player_id, [row.table_id for row in page])
+    return [replace(row, progress=seats.get(row.table_id)) for row in page]
 
 
 @dataclass(frozen=True)
@@ -261,3 +314,8 @@ def tables_by_status(conn: Connection) -> dict[str, int]:
     for status, n in conn.execute(q):
         counts[str(status)] = int(n)
     return counts
+
+
+def oldest_pending_wallet_op(conn: Connection) -> datetime | None:
+    """When the oldest wallet call still owed was recorded (None: nothing owed)."""
+    return wallet_ops.oldest_pending_at(conn)

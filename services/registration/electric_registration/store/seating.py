@@ -286,7 +286,9 @@ def filled_not_started(conn: Connection) -> list[str]:
     return list(
         conn.execute(
             select(t.tables.c.table_id).where(
-                t.tables.c.tournament_started.is_not(None), t.tables.c.started_at.is_(None)
+                t.tables.c.tournament_started.is_not(None),
+                t.tables.c.started_at.is_(None),
+                t.tables.c.status != "cancelled",
             )
         ).scalars()
     )
@@ -331,6 +333,9 @@ def table_finished(conn: Connection, table_id: str, *, hands: int, at: datetime)
         .values(
             status="finished",
             finished_at=at,
+            ended_at=at,
+            turn_seat=0,
+            turn_deadline=None,
             current_hand_number=case(
                 (tables.c.current_hand_number < hands, hands),
                 else_=tables.c.current_hand_number,
@@ -343,3 +348,41 @@ def table_finished(conn: Connection, table_id: str, *, hands: int, at: datetime)
 def _exists(conn: Connection, table_id: str) -> bool:
     q = select(t.tables.c.table_id).where(t.tables.c.table_id == table_id)
     return conn.execute(q).first() is not None
+
+
+# ------------------------------------------------------------------------------ cancellation
+
+
+def mark_cancelled(
+    conn: Connection, table_id: str, *, reason: str, stream_version: int, at: datetime
+) -> None:
+    """The table is cancelled (its active entries too; the turn is cleared)."""
+    conn.execute(
+        update(t.tables)
+        .where(t.tables.c.table_id == table_id)
+        .values(
+            status="cancelled",
+            cancel_reason=reason[:500],
+            cancelled_at=at,
+            ended_at=at,
+            stream_version=stream_version,
+            turn_seat=0,
+            turn_deadline=None,
+        )
+    )
+    conn.execute(
+        update(t.entries)
+        .where(t.entries.c.table_id == table_id, _ACTIVE)
+        .values(status="cancelled")
+    )
+
+
+def cancel_reason(conn: Connection, table_id: str) -> str:
+    """Why the table was cancelled ('' if it was not)."""
+    q = select(t.tables.c.cancel_reason).where(t.tables.c.table_id == table_id)
+    return str(conn.execute(q).scalar_one_or_none() or "")
+
+
+def exists(conn: Connection, table_id: str) -> bool:
+    """Whether ``table_id`` is one of registration's tables."""
+    return _exists(conn, table_id)

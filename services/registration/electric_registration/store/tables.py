@@ -79,6 +79,14 @@ tables = Table(
     Column("filled_at", DateTime(timezone=True), nullable=True),
     Column("started_at", DateTime(timezone=True), nullable=True),
     Column("finished_at", DateTime(timezone=True), nullable=True),
+    # migration 0003
+    Column("cancelled_at", DateTime(timezone=True), nullable=True),
+    Column("cancel_reason", Text, nullable=False, server_default=text("''")),
+    #: Seat asked to act now (TurnStarted), 0 when none; its deadline.
+    Column("turn_seat", Integer, nullable=False, server_default=text("0")),
+    Column("turn_deadline", DateTime(timezone=True), nullable=True),
+    #: When the table ended (finished or cancelled), for "recently ended" in the stream.
+    Column("ended_at", DateTime(timezone=True), nullable=True),
     Index("ix_registration_tables_tier_status", "tier_id", "status"),
 )
 
@@ -89,7 +97,7 @@ entries = Table(
     Column("player_id", String(200), nullable=False),
     Column("table_id", String(64), ForeignKey("registration_tables.table_id"), nullable=False),
     Column("seat", Integer, nullable=False),
-    #: reserved | confirmed | unregistered
+    #: reserved | confirmed | unregistered | cancelled
     Column("status", String(32), nullable=False),
     Column("wallet_transfer_id", String(200), nullable=False),
     Column("request_id", String(200), nullable=False),
@@ -143,18 +151,50 @@ wallet_ops = Table(
     Column("entry_id", String(64), nullable=False),
     #: Order of execution within the table (post before the moves out of the escrow).
     Column("seq", Integer, nullable=False),
-    #: post | move | void
     Column("kind", String(16), nullable=False),
     Column("transfer_id", String(200), nullable=False),
     Column("from_account", String(200), nullable=False),
     Column("to_account", String(200), nullable=False),
     Column("amount_cents", BigInteger, nullable=False),
     Column("code", String(64), nullable=False),
-    #: pending | done
+    #: post | move | void | unwind (a cancelled table's buy-in given back)
+    #: pending | done | cancelled (the table was cancelled before the op ran)
     Column("status", String(16), nullable=False),
     Column("attempts", Integer, nullable=False),
     Column("last_error", Text, nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("done_at", DateTime(timezone=True), nullable=True),
     Index("ix_registration_wallet_ops_status", "status", "table_id", "seq"),
+)
+
+player_settings = Table(
+    "registration_player_settings",
+    metadata,
+    Column("player_id", String(200), primary_key=True),
+    #: Empty: the default derived from the player id.
+    Column("display_name", String(64), nullable=False),
+    Column("muck_winning_hands", Integer, nullable=False),
+    Column("muck_losing_hands", Integer, nullable=False),
+    Column("four_color_deck", Integer, nullable=False),
+    Column("alert_sounds", Integer, nullable=False),
+    Column("sound_fx", Integer, nullable=False),
+    Column("show_details", Integer, nullable=False),
+    #: Also the version of the event stream ``registration-player-<player_id>``.
+    Column("version", BigInteger, nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+)
+
+seat_progress = Table(
+    "registration_seat_progress",
+    metadata,
+    #: One row per table and seated player (My Tables / Multi-Table Bar), fed by the table's
+    #: events.
+    Column("table_id", String(64), primary_key=True),
+    Column("player_id", String(200), primary_key=True),
+    Column("seat", Integer, nullable=False),
+    Column("stack", BigInteger, nullable=False),
+    Column("eliminated", Integer, nullable=False),
+    Column("finishing_place", Integer, nullable=False),
+    Column("prize_cents", BigInteger, nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
 )

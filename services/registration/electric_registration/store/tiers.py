@@ -60,3 +60,18 @@ def lock(conn: Connection, tier_id: str) -> None:
     """Serialise the seat changes of a tier (row lock on PostgreSQL; SQLite's BEGIN
     IMMEDIATE already serialises writers)."""
     conn.execute(select(t.tiers.c.tier_id).where(t.tiers.c.tier_id == tier_id).with_for_update())
+
+
+def get(conn: Connection, tier_id: str) -> Tier | None:
+    """The tier ``tier_id``, active or not."""
+    r = conn.execute(select(t.tiers).where(t.tiers.c.tier_id == tier_id)).first()
+    if r is None:
+        return None
+    return Tier(
+        r.tier_id,
+        r.name,
+        int(r.buy_in_cents),
+        int(r.rake_cents),
+        int(r.seats),
+        int(r.starting_stack),
+    )

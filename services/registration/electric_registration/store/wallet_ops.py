@@ -18,7 +18,7 @@ class OwedOp:
     table_id: str
     entry_id: str
     seq: int
-    #: post | move | void
+    #: post | move | void | unwind
     kind: str
     transfer_id: str
     from_account: str
@@ -72,14 +72,19 @@ def pending(conn: Connection, table_id: str | None) -> list[OwedOp]:
     ]
 
 
-def mark(conn: Connection, op_id: str, *, done: bool, error: str, at: datetime) -> None:
-    """Count an attempt of ``op_id``: done, or failed with ``error``."""
+def mark(conn: Connection, op_id: str, *, done: bool, error: str, at: datetime) -> bool:
+    """Count an attempt of ``op_id``: done, or failed with ``error``. Only a pending op
+    changes (a cancelled one stays cancelled); True when it did."""
     values: dict[str, object] = {"attempts": t.wallet_ops.c.attempts + 1}
     if done:
         values.update(status="done", done_at=at)
     else:
         values["last_error"] = error[:2000]
-    conn.execute(update(t.wallet_ops).where(t.wallet_ops.c.op_id == op_id).values(values))
+    w = t.wallet_ops
+    result = conn.execute(
+        update(w).where(w.c.op_id == op_id, w.c.status == "pending").values(values)
+    )
+    return bool(result.rowcount)
 
 
 def unpaid_count(conn: Connection, table_id: str) -> int:
@@ -92,3 +97,29 @@ def unpaid_count(conn: Connection, table_id: str) -> int:
             .where(w.c.table_id == table_id, w.c.status != "done", w.c.kind != "void")
         ).scalar_one()
     )
+
+
+def cancel_pending(conn: Connection, table_id: str) -> int:
+    """The table was cancelled: its pending ops will not run (their wallet effect, if any, is
+    undone by the unwind ops). Returns how many."""
+    w = t.wallet_ops
+    result = conn.execute(
+        update(w)
+        .where(w.c.table_id == table_id, w.c.status == "pending", w.c.kind.in_(("post", "move")))
+        .values(status="cancelled")
+    )
+    return int(result.rowcount or 0)
+
+
+def is_pending(conn: Connection, op_id: str) -> bool:
+    """Whether ``op_id`` is still owed (not done, not cancelled)."""
+    q = select(t.wallet_ops.c.status).where(t.wallet_ops.c.op_id == op_id)
+    return conn.execute(q).scalar_one_or_none() == "pending"
+
+
+def oldest_pending_at(conn: Connection) -> datetime | None:
+    """When the oldest owed op was recorded (None when nothing is owed)."""
+    w = t.wallet_ops
+    q = select(func.min(w.c.created_at)).where(w.c.status == "pending")
+    value = conn.execute(q).scalar_one_or_none()
+    return value if isinstance(value, datetime) else None

@@ -235,3 +235,42 @@ def live_table_ids(conn: Connection) -> list[str]:
         .order_by(t.tables.c.created_at)
     ).all()
     return [r.table_id for r in rows]
+
+
+@dataclass(frozen=True)
+class PlayerSettings:
+    """A player's showdown settings as the table last heard them (defaults: muck both)."""
+
+    muck_winning_hands: bool = True
+    muck_losing_hands: bool = True
+    version: int = 0
+
+
+def put_player_settings(conn: Connection, player_id: str, settings: PlayerSettings) -> bool:
+    """Store ``settings`` unless a newer version is stored already; True when stored."""
+    pt = t.player_settings
+    row = conn.execute(select(pt.c.version).where(pt.c.player_id == player_id)).first()
+    values = {
+        "muck_winning_hands": settings.muck_winning_hands,
+        "muck_losing_hands": settings.muck_losing_hands,
+        "version": settings.version,
+    }
+    if row is None:
+        conn.execute(insert(pt).values(player_id=player_id, **values))
+        return True
+    if int(row.version) > settings.version:
+        return False
+    conn.execute(update(pt).where(pt.c.player_id == player_id).values(**values))
+    return True
+
+
+def player_settings(conn: Connection, player_ids: list[str]) -> dict[str, PlayerSettings]:
+    """The stored settings of ``player_ids`` (players never heard of are absent)."""
+    pt = t.player_settings
+    rows = conn.execute(select(pt).where(pt.c.player_id.in_(player_ids))).all()
+    return {
+        str(r.player_id): PlayerSettings(
+            bool(r.muck_winning_hands), bool(r.muck_losing_hands), int(r.version)
+        )
+        for r in rows
+    }

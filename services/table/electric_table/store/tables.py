@@ -8,7 +8,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sqlalchemy import BigInteger, Column, DateTime, Integer, MetaData, String, Table, Text
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
 
 #: Alembic revisions of the table service's own tables.
 VERSIONS_DIR = Path(__file__).resolve().parent / "migrations" / "versions"
@@ -72,4 +82,15 @@ multiplier_seeds = Table(
     Column("table_id", String(64), primary_key=True),
     Column("seed_hex", String(128), nullable=False),
     Column("multiplier", BigInteger, nullable=False),
+)
+
+#: The latest showdown settings per player (registration's PlayerSettingsChanged; the
+#: highest settings version wins). Read at every deal and passed into the hand.
+player_settings = Table(
+    "table_player_settings",
+    metadata,
+    Column("player_id", String(200), primary_key=True),
+    Column("muck_winning_hands", Boolean, nullable=False),
+    Column("muck_losing_hands", Boolean, nullable=False),
+    Column("version", BigInteger, nullable=False),
 )
