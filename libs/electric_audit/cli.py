@@ -10,6 +10,10 @@ Subcommands:
 * ``math {electric,thb,uth} [--json]`` — exact game math (:mod:`electric_math.audit_math`).
 * ``verify-deck SEED_HEX COMMITMENT_HEX`` — check a revealed seed against its commitment and
   print the derived deck.
+* ``events`` / ``verify`` — over sources given by ``--store URL`` (repeatable, read-only)
+  and/or ``--kafka HOST:PORT [--namespace NS]``; see :mod:`electric_audit.commands` and
+  docs/audit.md. Exit status 0 = every check passes, 1 = a check fails, 2 = usage or
+  connection error.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from electric_domain.cards import card_str
 from electric_domain.deck import derive_deck, verify_deck
 from electric_math import audit_math
 
+from electric_audit import commands
 from electric_audit.phh_files import replay_file
 
 
@@ -77,7 +82,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_verify.add_argument("seed_hex")
     p_verify.add_argument("commitment_hex")
     audit_math.add_parser(sub)
+    commands.add_parsers(sub)
     args = parser.parse_args(argv)
+    if args.command in commands.COMMANDS:
+        return commands.run(args)
     if args.command == "math":
         return audit_math.run(args)
     if args.command == "replay-phh":

@@ -503,7 +503,7 @@ async def follow_my_tables(
         shown = all(bar.status.get(t) in ended for t in followed if followed[t].done())
         nonlocal ended_at
         ended_at = ended_at or asyncio.get_running_loop().time()
-        return shown or asyncio.get_running_loop().time() - ended_at > 5.0
+        return shown or asyncio.get_running_loop().time() - ended_at > 10.0
 
     watching = {registration_pb2.TABLE_STATUS_RUNNING, registration_pb2.TABLE_STATUS_FINISHED}
 

@@ -25,9 +25,8 @@ import random
 import sqlite3
 import time
 import uuid
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import grpc
 import jwt
@@ -36,17 +35,15 @@ from electric.registration.v1 import registration_pb2, registration_pb2_grpc
 from electric.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from electric_bots.runner import BotRunner, BotRunnerConfig, Targets
 from electric_platform.keys import SigningKey
-from google.protobuf import text_format
 from google.protobuf.message import Message
 
 from tests.support import auth
+from tests.support.fuzz_report import SIZE_BOUND, Finding, FuzzReport, describe
 from tests.support.fuzz_values import Known, RequestGenerator, Rpc, discover_rpcs
 from tests.support.platform_kit import Platform
 
 #: Statuses no request may ever produce.
 FORBIDDEN_CODES = frozenset({grpc.StatusCode.UNKNOWN, grpc.StatusCode.INTERNAL})
-#: Upper bound of one response: message + status message + trailing metadata, in bytes.
-SIZE_BOUND = 64 * 1024
 #: RPCs that may change state when accepted (the others are reads and streams).
 READ_PREFIXES = ("Get", "List", "Watch")
 #: Seconds a stream is read before the client cancels it (streams do not end by themselves).
@@ -61,6 +58,10 @@ SERVICE = "registration"
 #: gets the same answer. Writes there are counted (``FuzzReport.request_log``), not findings:
 #: they are the answer's memory, not game or money state (docs/api-fuzz.md).
 REQUEST_LOG_TABLES = frozenset({"table.table_requests", "registration.registration_requests"})
+#: Retry bookkeeping of owed work (a pending wallet operation's attempt counter and last
+#: error change on every retry, with or without calls): left out of the fingerprint; the
+#: operation's status, amount and accounts are compared.
+_BOOKKEEPING = frozenset({"attempts", "last_error"})
 #: The event log's append-only tables: fingerprinted by size, not content.
 _APPEND_ONLY = {
     "eventlog_events": "count(*), max(global_position)",
@@ -160,13 +161,17 @@ class StateProbe:
         for service, url in db_urls.items():
             path = url.split(":///", 1)[1]
             self._conns[service] = sqlite3.connect(path, isolation_level=None, timeout=30)
+        #: Tables seen changing while no call ran (background work, e.g. a retried wallet
+        #: operation's attempt counter): compared by size (rows added or removed) only.
+        self.volatile: set[str] = set()
 
     def versions(self) -> tuple[int, ...]:
         """SQLite's ``data_version`` per database: changes when another connection commits."""
         return tuple(c.execute("PRAGMA data_version").fetchone()[0] for c in self._conns.values())
 
     def fingerprint(self) -> dict[str, str]:
-        """``service.table`` -> digest of its content (append-only logs: of their size)."""
+        """``service.table`` -> digest of its content (append-only logs and tables that
+        change on their own, :attr:`volatile`: of their size)."""
         out: dict[str, str] = {}
         for service, conn in self._conns.items():
             names = [
@@ -177,10 +182,18 @@ class StateProbe:
             ]
             for name in names:
                 columns = _APPEND_ONLY.get(name)
-                if columns:
-                    rows = conn.execute(f'SELECT {columns} FROM "{name}"').fetchall()
+                if f"{service}.{name}" in self.volatile:
+                    columns = "count(*), max(rowid)"
+                if not columns:
+                    kept = [
+                        f'"{c}"'
+                        for (_, c, *_) in conn.execute(f'PRAGMA table_info("{name}")')
+                        if c not in _BOOKKEEPING
+                    ]
+                    columns = ", ".join(kept) or "*"
+                    rows = sorted(repr(r) for r in conn.execute(f'SELECT {columns} FROM "{name}"'))
                 else:
-                    rows = sorted(repr(r) for r in conn.execute(f'SELECT * FROM "{name}"'))
+                    rows = conn.execute(f'SELECT {columns} FROM "{name}"').fetchall()
                 out[f"{service}.{name}"] = hashlib.sha256(repr(rows).encode()).hexdigest()[:16]
         return out
 
@@ -202,102 +215,6 @@ class StateProbe:
     def close(self) -> None:
         for conn in self._conns.values():
             conn.close()
-
-
-# ------------------------------------------------------------------------------ results
-
-
-@dataclass
-class Finding:
-    """A check that failed, with the request that made it fail."""
-
-    kind: str  # "status", "size", "state"
-    rpc: str
-    credential: str
-    detail: str
-    request: str
-
-
-@dataclass
-class FuzzReport:
-    """What a run did and found."""
-
-    calls: int = 0
-    by_rpc: Counter[str] = field(default_factory=Counter)
-    by_code: Counter[str] = field(default_factory=Counter)
-    by_rpc_code: Counter[tuple[str, str]] = field(default_factory=Counter)
-    findings: list[Finding] = field(default_factory=list)
-    #: The first status message seen per (rpc, code) that is not OK (for the summary).
-    examples: dict[tuple[str, str], str] = field(default_factory=dict)
-    largest: int = 0
-    #: Idempotency-record tables written by refused calls (see REQUEST_LOG_TABLES).
-    request_log: Counter[str] = field(default_factory=Counter)
-    #: Calls whose request carried a 1 MiB string or bytes value.
-    huge_calls: int = 0
-    state_checks: int = 0
-    #: Accepted calls after which some service kept writing for 5 s (background work).
-    unsettled: int = 0
-    seconds: float = 0.0
-
-    def failures(self, kind: str | None = None) -> list[Finding]:
-        return [f for f in self.findings if kind is None or f.kind == kind]
-
-    def table(self) -> str:
-        """The summary: calls and status codes per RPC, then totals."""
-        codes = sorted(self.by_code, key=lambda c: (-self.by_code[c], c))
-        width = max((len(r) for r in self.by_rpc), default=10)
-        short = {c: c[:9] for c in codes}
-        lines = [f"{'rpc':<{width}} {'calls':>7} " + " ".join(f"{short[c]:>9}" for c in codes)]
-        for rpc in sorted(self.by_rpc):
-            cells = " ".join(f"{self.by_rpc_code.get((rpc, c), 0) or '':>9}" for c in codes)
-            lines.append(f"{rpc:<{width}} {self.by_rpc[rpc]:>7} {cells}")
-        cells = " ".join(f"{self.by_code[c]:>9}" for c in codes)
-        lines.append(f"{'total':<{width}} {self.calls:>7} {cells}")
-        rate = self.calls / self.seconds if self.seconds else 0.0
-        lines.append(
-            f"{self.calls} calls in {self.seconds:.1f}s ({rate:.0f}/s), {self.huge_calls} with a "
-            f"1 MiB value, {self.state_checks} state checks, largest response {self.largest} "
-            f"bytes (bound {SIZE_BOUND}), findings: "
-            + (
-                ", ".join(f"{k} {n}" for k, n in Counter(f.kind for f in self.findings).items())
-                or "none"
-            )
-        )
-        if self.unsettled:
-            lines.append(f"accepted calls followed by 5 s of background writes: {self.unsettled}")
-        if self.request_log:
-            lines.append(
-                "refusals remembered for idempotency: "
-                + ", ".join(f"{k} {n}" for k, n in sorted(self.request_log.items()))
-            )
-        return "\n".join(lines)
-
-
-def describe(message: Message, limit: int = 600) -> str:
-    """A short one-line text form of a request (long strings cut)."""
-    copy = type(message)()
-    copy.CopyFrom(message)
-    _shorten(copy)
-    text = text_format.MessageToString(copy, as_one_line=True)
-    return text if len(text) <= limit else text[:limit] + "…"
-
-
-def _shorten(message: Message) -> None:
-    for fd, value in message.ListFields():
-        if fd.is_repeated:
-            if fd.type == fd.TYPE_MESSAGE:
-                for item in value:
-                    _shorten(item)
-                if len(value) > 3:
-                    del value[3:]
-            elif len(value) > 3:
-                del value[3:]
-        elif fd.type == fd.TYPE_MESSAGE:
-            _shorten(value)
-        elif isinstance(value, str) and len(value) > 80:
-            setattr(message, fd.name, f"{value[:40]}…[{len(value)}]")
-        elif isinstance(value, bytes) and len(value) > 80:
-            setattr(message, fd.name, value[:40] + b"...")
 
 
 # ------------------------------------------------------------------------------ seeding
@@ -484,6 +401,8 @@ class FuzzRunner:
                     versions = seen
                     now = probe.fingerprint()
                     if now != baseline:
+                        baseline, now = await self._reclassify(probe, baseline, now)
+                    if now != baseline:
                         self._state_changed(baseline, now, since)
                         baseline = now
                 del since[:-20]
@@ -535,6 +454,27 @@ class FuzzRunner:
                 self._state_changed(baseline, now, since)
         report.seconds += time.monotonic() - began
         return report
+
+    async def _reclassify(
+        self, probe: StateProbe, before: dict[str, str], after: dict[str, str]
+    ) -> tuple[dict[str, str], dict[str, str]]:
+        """A difference was seen: wait with no call in flight; tables that change again on
+        their own become :attr:`StateProbe.volatile` (counted in ``report.background``).
+        Returns ``before`` and ``after`` fingerprinted the same way (volatile by size), so a
+        refused call is still caught when it adds or removes rows there."""
+        await asyncio.sleep(1.5)
+        again = probe.fingerprint()
+        moving = {k for k in again if again.get(k) != after.get(k)} - probe.volatile
+        if not moving:
+            return before, after
+        for name in moving:
+            self.report.background[name] += 1
+        probe.volatile |= moving
+        # Re-express both sides by size for the volatile tables: ``before`` from the
+        # baseline's row counts is unknown, so compare the sizes seen now with each other
+        # (a background update keeps the size; a row added by a refused call does not).
+        now = probe.fingerprint()
+        return {**before, **{k: now[k] for k in moving if k in now}}, now
 
     def _state_changed(
         self,

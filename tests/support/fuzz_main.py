@@ -18,7 +18,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from tests.support.fuzz_api import FuzzReport, FuzzRunner, new_seed, seed_platform
+from tests.support.fuzz_api import FuzzRunner, new_seed, seed_platform
+from tests.support.fuzz_report import FuzzReport
 from tests.support.platform_kit import embedded_platform
 
 

@@ -8,8 +8,14 @@ from __future__ import annotations
 
 import asyncio
 
-from electric.registration.v1 import registration_pb2, registration_pb2_grpc
+from electric.registration.v1 import (
+    casino_pb2,
+    casino_pb2_grpc,
+    registration_pb2,
+    registration_pb2_grpc,
+)
 from electric_clients.wallet import WalletClient
+from electric_domain.casino.common.config import load_config
 from electric_domain.tournament import TournamentConfig, default_config
 from electric_platform.auth import service_tokens
 from electric_platform.eventmetrics import watch_consumers
@@ -17,6 +23,9 @@ from electric_platform.eventpath import open_event_path
 from electric_platform.server import ServiceHost
 
 from electric_registration.api import RegistrationApi
+from electric_registration.casino.activity import register_activity
+from electric_registration.casino.api import CasinoLobbyApi
+from electric_registration.casino.lobby import CasinoLobby, ExpirySweeper
 from electric_registration.consumers import SOURCE_TOPIC, TableStatusConsumer
 from electric_registration.handlers import ensure_open_tables, sync_tiers
 from electric_registration.metrics import RegistrationMetrics
@@ -53,9 +62,19 @@ async def setup(host: ServiceHost, *, config: TournamentConfig | None = None) ->
     host.on_shutdown(registrar.drain)
     host.add_background("wallet-work", lambda: work.run(host.stopping), restart=True)
     consumer = TableStatusConsumer(path.engine, path.bus, notifier.notify)
+    register_activity(consumer.worker)
     watch_consumers(host, consumer.worker)
     host.add_background(
         "table-status-consumer", lambda: consumer.worker.run(host.stopping), restart=True
+    )
+    casino = CasinoLobby(path.engine, path.store, await asyncio.to_thread(load_config))
+    await asyncio.to_thread(casino.ensure_tables)
+    sweeper = ExpirySweeper(casino)
+    host.add_background("casino-session-sweeper", lambda: sweeper.run(host.stopping), restart=True)
+    host.add_service(
+        casino_pb2.DESCRIPTOR.services_by_name["CasinoLobbyService"],
+        casino_pb2_grpc.add_CasinoLobbyServiceServicer_to_server,
+        CasinoLobbyApi(casino),
     )
     host.add_service(
         registration_pb2.DESCRIPTOR.services_by_name["RegistrationService"],

@@ -17,6 +17,7 @@ from electric_platform.eventpath import open_event_path
 from electric_platform.server import ServiceHost
 
 from electric_table.api import DEFAULT_WATCH_START_WAIT_S, TableApi
+from electric_table.casino.wiring import setup_casino
 from electric_table.consumers import SOURCE_TOPIC, tournament_worker
 from electric_table.driver import TableDriver
 from electric_table.handlers import DEFAULT_HAND_PAUSE_MS, HAND_PAUSE_ENV, TableHandlers
@@ -102,6 +103,7 @@ def make_setup(*, pause_ms: int | None = None) -> Callable[[ServiceHost], Awaita
             table_pb2_grpc.add_TableServiceServicer_to_server,
             TableApi(handlers, host.stopping, manager, watch_start_wait_s=watch_start_wait_s()),
         )
+        await setup_casino(host, path)
 
     return setup_with
 

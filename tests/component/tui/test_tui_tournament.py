@@ -68,9 +68,11 @@ def replay(events: list[Any]) -> tuple[list[DrawnAction], list[DrawnAward], list
     return actions, awards, places
 
 
-async def test_text_client_draws_the_whole_tournament_as_the_events_replay(
-    tmp_path: Path,
-) -> None:
+#: Tournaments the bots play (each drawn whole and compared).
+TOURNAMENTS = 2
+
+
+async def test_text_client_draws_whole_tournaments_as_the_events_replay(tmp_path: Path) -> None:
     async with embedded_platform(tmp_path) as platform:
         t = platform.targets
         runner = BotRunner(
@@ -78,10 +80,10 @@ async def test_text_client_draws_the_whole_tournament_as_the_events_replay(
                 targets=Targets(t["registration"], t["table"], t["wallet"]),
                 key=platform.issuer_key,
                 bots=3,
-                until_finished=1,
+                until_finished=TOURNAMENTS,
                 seed=5,
                 player_prefix="tui",
-                mix=(("tag", 1), ("random", 1)),  # tight and loose: usually several hands
+                mix=(("random", 3), ("tag", 1)),  # loose players: short tournaments
             )
         )
         watcher = "tui-1"
@@ -94,32 +96,36 @@ async def test_text_client_draws_the_whole_tournament_as_the_events_replay(
                 lambda: platform.md(watcher),
                 lines.append,
                 stop=stop,
-                tables=1,
+                tables=TOURNAMENTS,
             )
         )
         stats = await asyncio.wait_for(runner.run(), timeout=240)
-        assert len(stats.tables_finished) == 1 and not stats.errors, stats
+        assert len(stats.tables_finished) == TOURNAMENTS and not stats.errors, stats
         renderers: dict[str, TableRenderer] = await asyncio.wait_for(drawing, timeout=60)
         stop.set()
-        (table_id,) = stats.tables_finished
-        events = stored_events(platform, table_id)
+        stored = {tid: stored_events(platform, tid) for tid in stats.tables_finished}
 
     text = "\n".join(lines)
     print("\n" + text[:6000])
-    drawn = renderers[table_id].drawn
-    actions, awards, places = replay(events)
-    assert actions and awards and len(places) == 3
-    print(f"{len(actions)} actions, {len(awards)} pot awards drawn and replayed")
-    assert drawn.actions == actions
-    assert drawn.awards == awards
-    assert drawn.places == places
-    # Every drawn record is on screen: one line per action, per award share, per place.
-    hands = [m.hand_number for m in events if isinstance(m, tev.HandStarted)]
-    assert sum(f"--- Hand #{n} ---" in text for n in hands) == len(hands)
-    assert text.count(" wins ") == len(awards)
-    assert "=== Tournament over after" in text
-    # The watcher was seated: every hand's deck seed was revealed and matched its commitment.
-    assert drawn.seeds_verified == hands
-    # The Multi-Table Bar showed the watcher's table and, at the end, the finishing place.
-    mine = next(p for p in places if p.player_id == watcher)
-    assert any(line.startswith("MTB │") and f"finished {mine.place}" in line for line in lines)
+    assert set(renderers) == set(stored)
+    for table_id, events in stored.items():
+        drawn = renderers[table_id].drawn
+        actions, awards, places = replay(events)
+        assert actions and awards and len(places) == 3
+        print(f"{table_id[:8]}: {len(actions)} actions, {len(awards)} pot awards replayed")
+        assert drawn.actions == actions
+        assert drawn.awards == awards
+        assert drawn.places == places
+        # The watcher was seated: every hand's deck seed was revealed and matched.
+        hands = [m.hand_number for m in events if isinstance(m, tev.HandStarted)]
+        assert drawn.seeds_verified == hands
+        # The Multi-Table Bar showed the watcher's finishing place at this table.
+        mine = next(p for p in places if p.player_id == watcher)
+        name = next(m.table_name for m in events if isinstance(m, tev.TableStarted))
+        assert any(
+            line.startswith(f"MTB │ [{name}]") and f"finished {mine.place}" in line
+            for line in lines
+        ), name
+    # Every drawn record is on screen: one header per hand, one line per award share.
+    assert text.count(" wins ") == sum(len(r.drawn.awards) for r in renderers.values())
+    assert text.count("=== Tournament over after") == TOURNAMENTS

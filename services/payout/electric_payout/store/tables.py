@@ -96,3 +96,45 @@ hand_buttons = Table(
     Column("hand_number", BigInteger, primary_key=True),
     Column("button_seat", Integer, nullable=False),
 )
+
+#: Casino wins (migration 0004): one row per winning bet of a settled casino round (round +
+#: player + bet kind), written with its CasinoWinOwed event; status ``owed`` then
+#: ``credited`` (with CasinoWinCredited). ``transfer_key`` is the wallet idempotency key.
+casino_wins = Table(
+    "payout_casino_wins",
+    metadata,
+    Column("round_id", String(64), primary_key=True),
+    Column("player_id", String(200), primary_key=True),
+    Column("bet_kind", String(32), primary_key=True),
+    Column("table_id", String(64), nullable=False),
+    Column("game", String(16), nullable=False),
+    Column("stake_cents", BigInteger, nullable=False),
+    Column("win_cents", BigInteger, nullable=False),
+    #: The bet's wallet stake transfer (winnings split like it was funded); may be empty.
+    Column("stake_transfer_id", String(200), nullable=False),
+    #: owed | credited
+    Column("status", String(16), nullable=False),
+    Column("transfer_key", String(200), nullable=False),
+    Column("wallet_transfer_id", String(200), nullable=False),
+    Column("source_event_id", String(64), nullable=False),
+    Column("owed_at", DateTime(timezone=True), nullable=False),
+    Column("credited_at", DateTime(timezone=True), nullable=True),
+    Column("attempts", Integer, nullable=False),
+    Column("last_error", Text, nullable=False),
+    Index("ix_payout_casino_wins_player", "player_id", "owed_at"),
+    Index("ix_payout_casino_wins_status", "status"),
+)
+
+#: Casino rounds (migration 0004): the first of RoundSettled / RoundVoided consumed for a
+#: round decides it (``outcome`` settled | voided); a later one changes nothing.
+casino_rounds = Table(
+    "payout_casino_rounds",
+    metadata,
+    Column("round_id", String(64), primary_key=True),
+    Column("table_id", String(64), nullable=False),
+    Column("game", String(16), nullable=False),
+    Column("outcome", String(16), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("source_event_id", String(64), nullable=False),
+    Column("decided_at", DateTime(timezone=True), nullable=False),
+)

@@ -198,3 +198,35 @@ seat_progress = Table(
     Column("prize_cents", BigInteger, nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False),
 )
+
+#: Casino tables (migration 0004): ``thb-<n>`` (private to ``owner_id``, created on demand)
+#: and ``uth-<n>`` (shared). ``number`` is the ``<n>``.
+casino_tables = Table(
+    "registration_casino_tables",
+    metadata,
+    Column("table_id", String(64), primary_key=True),
+    Column("game", String(16), nullable=False),
+    Column("number", Integer, nullable=False),
+    Column("owner_id", String(200), nullable=False),
+    Column("opened_at", DateTime(timezone=True), nullable=False),
+    Index("ux_registration_casino_tables_game_number", "game", "number", unique=True),
+)
+
+#: Casino seats and their game sessions (migration 0004): one row per open session, deleted
+#: when it is released (CasinoSeatReleased keeps the history). One seat per player and table,
+#: one player per seat.
+casino_sessions = Table(
+    "registration_casino_sessions",
+    metadata,
+    Column("session_id", String(64), primary_key=True),
+    Column("table_id", String(64), nullable=False),
+    Column("game", String(16), nullable=False),
+    Column("player_id", String(200), nullable=False),
+    Column("seat", Integer, nullable=False),
+    Column("started_at", DateTime(timezone=True), nullable=False),
+    Column("last_active_at", DateTime(timezone=True), nullable=False),
+    Index("ux_registration_casino_sessions_player", "table_id", "player_id", unique=True),
+    Index("ux_registration_casino_sessions_seat", "table_id", "seat", unique=True),
+    Index("ix_registration_casino_sessions_player", "player_id"),
+    Index("ix_registration_casino_sessions_active", "last_active_at"),
+)

@@ -94,3 +94,66 @@ player_settings = Table(
     Column("muck_losing_hands", Boolean, nullable=False),
     Column("version", BigInteger, nullable=False),
 )
+
+# ------------------------------------------------------------------- casino rounds (THB/UTH)
+# The stream ``casino-<round_id>`` is the source of truth; these rows are written in the same
+# transaction as its events (see electric_table.casino.handlers).
+
+#: One row per round: who plays it, whether it is open, whether its result was seen.
+casino_rounds = Table(
+    "table_casino_rounds",
+    metadata,
+    Column("round_id", String(64), primary_key=True),
+    Column("table_id", String(64), nullable=False, index=True),
+    Column("game", String(8), nullable=False),
+    Column("player_id", String(200), nullable=False, index=True),
+    Column("game_number", String(64), nullable=False),
+    #: open | settled | voided
+    Column("status", String(16), nullable=False),
+    Column("acknowledged", Boolean, nullable=False),
+    #: Deck seed withheld from the published records until DeckRevealed (replay needs it).
+    Column("seed_hex", String(128), nullable=False),
+    Column("stream_version", BigInteger, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)
+
+#: One row per bet: its wallet reservation (transfer id = bet_id) and the call settlement
+#: owes on it (``post`` / ``void``), done by the owed-work runner.
+casino_bets = Table(
+    "table_casino_bets",
+    metadata,
+    Column("bet_id", String(128), primary_key=True),
+    Column("round_id", String(64), nullable=False, index=True),
+    Column("player_id", String(200), nullable=False),
+    Column("spot", String(16), nullable=False),
+    Column("amount_cents", BigInteger, nullable=False),
+    #: '' while the round is open; then post | void
+    Column("owed_op", String(8), nullable=False),
+    Column("op_done", Boolean, nullable=False),
+    Column("last_error", Text, nullable=False),
+)
+
+#: Who may bet where: registration's CasinoSeatTaken adds a row, CasinoSeatReleased (same
+#: session) removes it (electric_table.casino.consumers).
+casino_seats = Table(
+    "table_casino_seats",
+    metadata,
+    Column("table_id", String(64), primary_key=True),
+    Column("player_id", String(200), primary_key=True),
+    Column("game", String(8), nullable=False),
+    Column("seat", Integer, nullable=False),
+    Column("session_id", String(64), nullable=False),
+)
+
+#: Casino command de-duplication: one row per (player, request id).
+casino_requests = Table(
+    "table_casino_requests",
+    metadata,
+    Column("player_id", String(200), primary_key=True),
+    Column("request_id", String(200), primary_key=True),
+    Column("rpc", String(32), nullable=False),
+    Column("round_id", String(64), nullable=False),
+    Column("code", String(32), nullable=False),
+    Column("message", Text, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)

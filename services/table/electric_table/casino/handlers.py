@@ -1,0 +1,458 @@
+"""Casino commands: load the round from its stream, let the domain decide, store the result.
+
+Each command runs under a per-round (Deal: per-player) ``asyncio.Lock``. The domain decides
+on a copy of the replayed round; every new bet is then recorded as an *intent* and reserved
+in the wallet (transfer id = bet id) BEFORE one transaction appends the events to
+``casino-<round_id>`` (expected version) together with the round row, the bets' placement,
+the settlement calls owed (post / void) and the request's de-duplication row. After the
+commit the owed wallet calls run (:mod:`money`). A repeated request id answers as the first
+time. Time (``now_ms``) and randomness (``seed``) are inputs.
+
+**Auto-void rule (crash).** At start (:meth:`CasinoHandlers.recover`) a bet left as an
+*intent* means the service stopped between the wallet reservation and the append of its
+BetPlaced. If its round is open, the round cannot continue consistently (the wallet holds a
+bet the round never placed) and is voided with reason :data:`AUTO_VOID_REASON`; every
+reservation of the round, the orphan included, is voided once. An intent without a round
+(a crashed Deal) only has its reservation voided. Any other open THB round resumes (THB has
+no timers); an open round whose stream cannot be replayed is reported and left for an
+operator's VoidRound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import electric_domain.casino.thb.events as thb
+import grpc
+from electric.table.v1 import casino_events_pb2 as cev
+from electric_domain.casino.common.config import CasinoConfig
+from electric_domain.casino.common.errors import Rejected, RejectReason
+from electric_domain.casino.common.game_number import next_game_number
+from electric_domain.casino.common.money import BetResult, Outcome
+from electric_domain.casino.thb.round import ThbRound
+from electric_eventlog import ConcurrencyError, EventStore
+from electric_platform import (
+    Aborted,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    ServiceError,
+    Unavailable,
+)
+from electric_platform.owed_work import OwedWork
+from google.protobuf.message import Message
+from sqlalchemy import Connection, Engine
+
+from electric_table.casino import money, records, repo
+from electric_table.casino.metrics import CasinoMetrics
+from electric_table.errors import service_error
+
+log = logging.getLogger(__name__)
+
+AUTO_VOID_REASON = "auto-void: the service stopped between a bet's reservation and placement"
+THB_TABLE = re.compile(r"^thb-[0-9]+$")
+_ROUND_NS = uuid.UUID("6f1b7d8e-2c55-4b8e-9a43-0c2b5d1e7a10")
+
+
+def casino_stream(round_id: str) -> str:
+    return f"casino-{round_id}"
+
+
+def round_id_for(player_id: str, request_id: str) -> str:
+    """A Deal's round id: stable under retries of the same request."""
+    return "thb-r-" + uuid.uuid5(_ROUND_NS, f"{player_id}\n{request_id}").hex
+
+
+def refusal(rej: Rejected) -> ServiceError:
+    if rej.reason is RejectReason.BAD_AMOUNT:
+        return InvalidArgument(str(rej))
+    return FailedPrecondition(f"{rej.reason.value}: {rej}")
+
+
+@dataclass
+class Loaded:
+    row: repo.RoundRow
+    round: ThbRound
+    version: int
+
+    @property
+    def key(self) -> records.RoundKey:
+        r = self.row
+        return records.RoundKey(r.round_id, r.table_id, r.game, r.player_id)
+
+
+class CasinoHandlers:
+    def __init__(
+        self,
+        engine: Engine,
+        store: EventStore,
+        wallet: Any,
+        config: CasinoConfig,
+        metrics: CasinoMetrics,
+        *,
+        now_ms: Callable[[], int] | None = None,
+        seed: Callable[[], bytes] = lambda: os.urandom(32),
+    ) -> None:
+        self.engine, self.store, self.wallet = engine, store, wallet
+        self.config, self.metrics = config, metrics
+        self.now_ms = now_ms or (lambda: int(time.time() * 1000))
+        self.seed = seed
+        self.work = OwedWork("table.casino_wallet", money.CasinoWalletWork(engine, wallet))
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    def _lock(self, key: str) -> asyncio.Lock:
+        if len(self._locks) > 10_000:
+            self._locks = {k: v for k, v in self._locks.items() if v.locked()}
+        return self._locks.setdefault(key, asyncio.Lock())
+
+    # ------------------------------------------------------------------------- reads
+
+    def load(self, round_id: str) -> Loaded | None:
+        """The round replayed from its stream (None if unknown)."""
+        with self.engine.connect() as conn:
+            row = repo.get_round(conn, round_id)
+            if row is None:
+                return None
+            envelopes = self.store.read_stream(conn, casino_stream(round_id))
+        events = []
+        for env in envelopes:
+            e = records.decode(self.store.decode(env), row.seed_hex)
+            if e is not None:
+                events.append(e)
+        return Loaded(row, ThbRound.replay(self.config, events), len(envelopes))
+
+    def unfinished(self, player_id: str) -> list[Loaded]:
+        with self.engine.connect() as conn:
+            rows = repo.unfinished(conn, player_id)
+        return [x for x in (self.load(r.round_id) for r in rows) if x is not None]
+
+    def count_unfinished(self) -> int:
+        with self.engine.connect() as conn:
+            return repo.count_unfinished(conn)
+
+    def _prior(self, who: str, request_id: str, rpc: str) -> repo.RequestRow | None:
+        with self.engine.connect() as conn:
+            prior = repo.get_request(conn, who, request_id)
+        if prior is None:
+            return None
+        if prior.rpc != rpc:
+            raise InvalidArgument(f"request_id {request_id!r} was already used for {prior.rpc}")
+        if prior.code != "OK":
+            raise ServiceError(prior.message, code=grpc.StatusCode[prior.code])
+        return prior
+
+    def _refuse(
+        self, who: str, request_id: str, rpc: str, round_id: str, err: ServiceError
+    ) -> None:
+        with self.engine.begin() as conn:
+            repo.insert_request(
+                conn, who, request_id, repo.RequestRow(rpc, round_id, err.code.name, err.message)
+            )
+
+    # ---------------------------------------------------------------------- commands
+
+    async def deal(self, player_id: str, table_id: str, ante: int, request_id: str) -> str:
+        """THB New Game / Repeat Bets: start a round with ``ante``; returns its id."""
+        if not THB_TABLE.match(table_id):
+            raise InvalidArgument(f"table_id {table_id!r} is not a THB table (thb-<n>)")
+        round_id = round_id_for(player_id, request_id)
+        async with self._lock(f"player:{player_id}"):
+            prior = await asyncio.to_thread(self._prior, player_id, request_id, "Deal")
+            if prior is not None:
+                return prior.round_id
+            seated, busy, previous = await asyncio.to_thread(self._table_state, table_id, player_id)
+            if not seated:
+                raise PermissionDenied(
+                    f"{player_id} has no seat at {table_id}: join the table first"
+                )
+            if busy is not None:
+                raise FailedPrecondition(
+                    f"round {busy.round_id} on {table_id} is still open; finish it first"
+                )
+            now = self.now_ms()
+            try:
+                number = next_game_number(now, table_id.replace("-", "").upper(), previous)
+                rnd = ThbRound.start(
+                    self.config,
+                    round_id=round_id,
+                    game_number=number,
+                    ante_cents=ante,
+                    deck_seed=self.seed(),
+                    at=now,
+                )
+            except Rejected as rej:
+                err = refusal(rej)
+                await asyncio.to_thread(self._refuse, player_id, request_id, "Deal", "", err)
+                raise err from rej
+            key = records.RoundKey(round_id, table_id, "thb", player_id)
+            row = repo.RoundRow(
+                round_id,
+                table_id,
+                "thb",
+                player_id,
+                number,
+                repo.OPEN,
+                False,
+                rnd.state.seed_hex,
+                0,
+            )
+            new_bets = [self._bet(key, "ante", ante)]
+            await self._reserve(new_bets)
+            await self._commit(
+                key, 0, rnd.history, new_bets, new_row=row, request=(player_id, request_id, "Deal")
+            )
+            self.metrics.started.labels("thb").inc()
+        return round_id
+
+    def _table_state(
+        self, table_id: str, player_id: str
+    ) -> tuple[bool, repo.RoundRow | None, str | None]:
+        with self.engine.connect() as conn:
+            return (
+                repo.seated(conn, table_id, player_id),
+                repo.open_round_on(conn, table_id, player_id),
+                repo.last_game_number(conn, table_id),
+            )
+
+    async def decide(
+        self, player_id: str, round_id: str, cmd: thb.Command, request_id: str
+    ) -> None:
+        async with self._lock(f"round:{round_id}"):
+            if await asyncio.to_thread(self._prior, player_id, request_id, "Decide"):
+                return
+            loaded = await self._loaded(round_id)
+            if loaded.row.player_id != player_id:
+                raise PermissionDenied(f"round {round_id} is not {player_id}'s")
+            probe = ThbRound.replay(self.config, loaded.round.history)
+            try:
+                events = probe.handle(cmd)
+            except Rejected as rej:
+                err = refusal(rej)
+                await asyncio.to_thread(
+                    self._refuse, player_id, request_id, "Decide", round_id, err
+                )
+                raise err from rej
+            key = loaded.key
+            new_bets = [
+                self._bet(
+                    key, "flop" if isinstance(e, thb.FlopCalled) else e.street, e.amount_cents
+                )
+                for e in events
+                if isinstance(e, thb.FlopCalled | thb.StreetBet)
+            ]
+            await self._reserve(new_bets)
+            await self._commit(
+                key, loaded.version, events, new_bets, request=(player_id, request_id, "Decide")
+            )
+
+    async def void(self, operator: str, round_id: str, reason: str, request_id: str) -> None:
+        """Operator VoidRound: idempotent (a voided round answers OK)."""
+        async with self._lock(f"round:{round_id}"):
+            if await asyncio.to_thread(self._prior, operator, request_id, "VoidRound"):
+                return
+            loaded = await self._loaded(round_id)
+            if loaded.row.status == repo.VOIDED:
+                return
+            await self._void(loaded, reason, operator, (operator, request_id, "VoidRound"))
+
+    async def _void(
+        self, loaded: Loaded, reason: str, by: str, request: tuple[str, str, str] | None
+    ) -> None:
+        probe = ThbRound.replay(self.config, loaded.round.history)
+        try:
+            events = probe.handle(thb.Void(reason, self.now_ms()))
+        except Rejected as rej:
+            raise refusal(rej) from rej
+        await self._commit(loaded.key, loaded.version, events, [], request=request, voided_by=by)
+
+    async def ack(self, player_id: str, round_id: str) -> None:
+        async with self._lock(f"round:{round_id}"):
+            loaded = await self._loaded(round_id)
+            row = loaded.row
+            if row.player_id != player_id:
+                raise PermissionDenied(f"round {round_id} is not {player_id}'s")
+            if row.status == repo.OPEN:
+                raise FailedPrecondition(f"round {round_id} has no result yet")
+            if row.acknowledged:
+                return
+            msg = cev.CasinoResultAcknowledged(round_id=round_id, player_id=player_id)
+
+            def write(conn: Connection) -> None:
+                self.store.append(conn, casino_stream(round_id), loaded.version, [msg])
+                repo.update_round(
+                    conn, round_id, stream_version=loaded.version + 1, acknowledged=True
+                )
+
+            await self._tx(write, round_id)
+
+    # --------------------------------------------------------------------- internals
+
+    async def _loaded(self, round_id: str) -> Loaded:
+        if not round_id:
+            raise InvalidArgument("round_id is required")
+        loaded = await asyncio.to_thread(self.load, round_id)
+        if loaded is None:
+            raise NotFound(f"casino round {round_id!r} not found")
+        return loaded
+
+    @staticmethod
+    def _bet(key: records.RoundKey, spot: str, amount: int) -> repo.BetRow:
+        return repo.BetRow(
+            records.bet_id(key.round_id, spot), key.round_id, key.player_id, spot, amount, "", False
+        )
+
+    async def _reserve(self, bets: list[repo.BetRow]) -> None:
+        for b in bets:
+
+            def intent(b: repo.BetRow = b) -> None:
+                with self.engine.begin() as conn:
+                    repo.record_intent(conn, b)
+
+            await asyncio.to_thread(intent)
+            try:
+                await money.reserve(self.wallet, b.bet_id, b.player_id, b.amount_cents)
+            except FailedPrecondition:
+                # refused: nothing is held for this bet, so no intent remains (a refused bet
+                # must not trigger the auto-void rule). Unavailable keeps it (unknown outcome).
+                await asyncio.to_thread(self._forget_intent, b.bet_id)
+                raise
+
+    def _forget_intent(self, bet_id: str) -> None:
+        with self.engine.begin() as conn:
+            repo.forget_intent(conn, bet_id)
+
+    async def _commit(
+        self,
+        key: records.RoundKey,
+        version: int,
+        events: list[Any],
+        new_bets: list[repo.BetRow],
+        *,
+        new_row: repo.RoundRow | None = None,
+        request: tuple[str, str, str] | None = None,
+        voided_by: str = "",
+    ) -> None:
+        msgs: list[Message] = records.to_protos(key, events, voided_by=voided_by)
+        status: str | None = None
+        ops: dict[str, str] = {}
+        for e in events:
+            if isinstance(e, thb.Settled):
+                status, ops = repo.SETTLED, _settlement_ops(key.round_id, e.results)
+            elif isinstance(e, thb.RoundVoided):
+                status = repo.VOIDED
+        new_version = version + len(msgs)
+
+        def write(conn: Connection) -> None:
+            self.store.append(
+                conn,
+                casino_stream(key.round_id),
+                version,
+                msgs,
+                causation_id=request[1] if request else "",
+            )
+            if new_row is not None:
+                repo.insert_round(conn, new_row)
+            repo.mark_placed(conn, [b.bet_id for b in new_bets])
+            owed = dict(ops)
+            if status == repo.VOIDED:
+                owed = {b.bet_id: repo.VOID for b in repo.bets(conn, key.round_id)}
+            elif status == repo.SETTLED:
+                for b in repo.bets(conn, key.round_id):
+                    owed.setdefault(b.bet_id, repo.VOID)  # a bet without a result is refunded
+            repo.owe(conn, owed)
+            repo.update_round(conn, key.round_id, stream_version=new_version, status=status)
+            if request is not None:
+                who, rid, rpc = request
+                repo.insert_request(conn, who, rid, repo.RequestRow(rpc, key.round_id, "OK", ""))
+
+        await self._tx(write, key.round_id)
+        for b in new_bets:
+            self.metrics.handle.labels(key.game).inc(b.amount_cents)
+        if status == repo.SETTLED:
+            self.metrics.settled.labels(key.game).inc()
+        elif status == repo.VOIDED:
+            self.metrics.voided.labels(key.game).inc()
+        if status is not None:
+            await self.run_owed(key.round_id)
+
+    async def _tx(self, write: Callable[[Connection], None], round_id: str) -> None:
+        def tx() -> None:
+            with self.engine.begin() as conn:
+                write(conn)
+
+        try:
+            await asyncio.to_thread(tx)
+        except ConcurrencyError as exc:
+            raise Aborted(f"round {round_id} changed concurrently; retry") from exc
+        except Exception as exc:
+            log.error("casino round %s: write failed: %s", round_id, exc)
+            raise Unavailable(f"round {round_id}: could not store the command; retry") from exc
+
+    async def run_owed(self, round_id: str) -> None:
+        """Carry out the round's owed wallet calls now (failures: the background loop)."""
+        try:
+            await self.work.run_group(round_id)
+        except Exception as exc:
+            log.warning("casino round %s: owed wallet calls failed: %s", round_id, exc)
+            self.work.wake.set()
+
+    # ----------------------------------------------------------------------- restart
+
+    async def recover(self) -> dict[str, int]:
+        """Replay every open round; apply the auto-void rule (module doc)."""
+        with self.engine.connect() as conn:
+            intents = repo.intents(conn)
+            open_rounds = repo.open_rounds(conn)
+        voided: set[str] = set()
+        orphans: dict[str, str] = {}
+        for b in intents:
+            with self.engine.connect() as conn:
+                row = repo.get_round(conn, b.round_id)
+            if row is not None and row.status == repo.OPEN and b.round_id not in voided:
+                loaded = await asyncio.to_thread(self.load, b.round_id)
+                if loaded is not None:
+                    await self._void(loaded, AUTO_VOID_REASON, "auto", None)
+                    voided.add(b.round_id)
+                    continue
+            orphans[b.bet_id] = repo.VOID
+        if orphans:
+            with self.engine.begin() as conn:
+                repo.owe(conn, orphans)
+        broken = 0
+        for r in open_rounds:
+            if r.round_id in voided:
+                continue
+            try:
+                await asyncio.to_thread(self.load, r.round_id)
+            except Exception as exc:
+                broken += 1
+                log.error("casino round %s cannot be replayed: %s", r.round_id, exc)
+        await self.work.run_pass()
+        return {
+            "open": len(open_rounds) - len(voided),
+            "auto_voided": len(voided),
+            "broken": broken,
+        }
+
+
+def _settlement_ops(round_id: str, results: tuple[BetResult, ...]) -> dict[str, str]:
+    """A lost or won bet's reservation is posted; a pushed one is voided."""
+    ops = {}
+    for r in results:
+        if r.stake_cents <= 0:
+            continue
+        op = repo.POST if r.outcome in (Outcome.WIN, Outcome.LOSE) else repo.VOID
+        ops[records.bet_id(round_id, r.spot)] = op
+    return ops
+
+
+__all__ = ["AUTO_VOID_REASON", "CasinoHandlers", "Loaded", "casino_stream", "service_error"]

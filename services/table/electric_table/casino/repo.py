@@ -1,0 +1,302 @@
+"""Reads and writes of the casino rows (synchronous; run via asyncio.to_thread)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy import Connection, and_, delete, insert, or_, select, update
+
+from electric_table.store import tables as t
+
+OPEN, SETTLED, VOIDED = "open", "settled", "voided"
+#: ``owed_op`` of a bet: reservation asked for but its BetPlaced not yet appended.
+INTENT = "intent"
+POST, VOID = "post", "void"
+
+
+@dataclass(frozen=True)
+class RoundRow:
+    round_id: str
+    table_id: str
+    game: str
+    player_id: str
+    game_number: str
+    status: str
+    acknowledged: bool
+    seed_hex: str
+    stream_version: int
+
+
+@dataclass(frozen=True)
+class BetRow:
+    bet_id: str
+    round_id: str
+    player_id: str
+    spot: str
+    amount_cents: int
+    owed_op: str
+    op_done: bool
+
+
+@dataclass(frozen=True)
+class RequestRow:
+    rpc: str
+    round_id: str
+    code: str
+    message: str
+
+
+def _round(r: object) -> RoundRow:
+    return RoundRow(
+        r.round_id,  # type: ignore[attr-defined]
+        r.table_id,  # type: ignore[attr-defined]
+        r.game,  # type: ignore[attr-defined]
+        r.player_id,  # type: ignore[attr-defined]
+        r.game_number,  # type: ignore[attr-defined]
+        r.status,  # type: ignore[attr-defined]
+        bool(r.acknowledged),  # type: ignore[attr-defined]
+        r.seed_hex,  # type: ignore[attr-defined]
+        int(r.stream_version),  # type: ignore[attr-defined]
+    )
+
+
+def get_round(conn: Connection, round_id: str) -> RoundRow | None:
+    row = conn.execute(select(t.casino_rounds).where(t.casino_rounds.c.round_id == round_id))
+    first = row.first()
+    return None if first is None else _round(first)
+
+
+def open_round_on(conn: Connection, table_id: str, player_id: str) -> RoundRow | None:
+    c = t.casino_rounds.c
+    row = conn.execute(
+        select(t.casino_rounds).where(
+            c.table_id == table_id, c.player_id == player_id, c.status == OPEN
+        )
+    ).first()
+    return None if row is None else _round(row)
+
+
+def last_game_number(conn: Connection, table_id: str) -> str | None:
+    c = t.casino_rounds.c
+    row = conn.execute(
+        select(c.game_number)
+        .where(c.table_id == table_id)
+        .order_by(c.created_at.desc(), c.game_number.desc())
+        .limit(1)
+    ).first()
+    return None if row is None else str(row.game_number)
+
+
+def unfinished(conn: Connection, player_id: str) -> list[RoundRow]:
+    """Rounds with unresolved bets (open) or an unseen result, oldest first."""
+    c = t.casino_rounds.c
+    rows = conn.execute(
+        select(t.casino_rounds)
+        .where(c.player_id == player_id, or_(c.status == OPEN, c.acknowledged.is_(False)))
+        .order_by(c.created_at, c.round_id)
+    ).all()
+    return [_round(r) for r in rows]
+
+
+def open_rounds(conn: Connection) -> list[RoundRow]:
+    c = t.casino_rounds.c
+    return [_round(r) for r in conn.execute(select(t.casino_rounds).where(c.status == OPEN))]
+
+
+def count_unfinished(conn: Connection) -> int:
+    c = t.casino_rounds.c
+    rows = conn.execute(
+        select(c.round_id).where(or_(c.status == OPEN, c.acknowledged.is_(False)))
+    ).all()
+    return len(rows)
+
+
+def insert_round(conn: Connection, r: RoundRow) -> None:
+    conn.execute(
+        insert(t.casino_rounds).values(
+            round_id=r.round_id,
+            table_id=r.table_id,
+            game=r.game,
+            player_id=r.player_id,
+            game_number=r.game_number,
+            status=r.status,
+            acknowledged=r.acknowledged,
+            seed_hex=r.seed_hex,
+            stream_version=r.stream_version,
+            created_at=datetime.now(UTC),
+        )
+    )
+
+
+def update_round(
+    conn: Connection,
+    round_id: str,
+    *,
+    stream_version: int,
+    status: str | None = None,
+    acknowledged: bool | None = None,
+) -> None:
+    values: dict[str, object] = {"stream_version": stream_version}
+    if status is not None:
+        values["status"] = status
+    if acknowledged is not None:
+        values["acknowledged"] = acknowledged
+    conn.execute(
+        update(t.casino_rounds).where(t.casino_rounds.c.round_id == round_id).values(**values)
+    )
+
+
+# ---------------------------------------------------------------------------------- bets
+
+
+def bets(conn: Connection, round_id: str) -> list[BetRow]:
+    rows = conn.execute(
+        select(t.casino_bets).where(t.casino_bets.c.round_id == round_id).order_by("bet_id")
+    ).all()
+    return [_bet(r) for r in rows]
+
+
+def _bet(r: object) -> BetRow:
+    return BetRow(
+        r.bet_id,  # type: ignore[attr-defined]
+        r.round_id,  # type: ignore[attr-defined]
+        r.player_id,  # type: ignore[attr-defined]
+        r.spot,  # type: ignore[attr-defined]
+        int(r.amount_cents),  # type: ignore[attr-defined]
+        r.owed_op,  # type: ignore[attr-defined]
+        bool(r.op_done),  # type: ignore[attr-defined]
+    )
+
+
+def record_intent(conn: Connection, b: BetRow) -> None:
+    """Before the wallet reservation: the bet may exist in the wallet from now on."""
+    exists = conn.execute(
+        select(t.casino_bets.c.bet_id).where(t.casino_bets.c.bet_id == b.bet_id)
+    ).first()
+    if exists is None:
+        conn.execute(
+            insert(t.casino_bets).values(
+                bet_id=b.bet_id,
+                round_id=b.round_id,
+                player_id=b.player_id,
+                spot=b.spot,
+                amount_cents=b.amount_cents,
+                owed_op=INTENT,
+                op_done=False,
+                last_error="",
+            )
+        )
+
+
+def forget_intent(conn: Connection, bet_id: str) -> None:
+    """The wallet refused the reservation: the bet never existed."""
+    c = t.casino_bets.c
+    conn.execute(delete(t.casino_bets).where(c.bet_id == bet_id, c.owed_op == INTENT))
+
+
+def mark_placed(conn: Connection, bet_ids: Sequence[str]) -> None:
+    """In the transaction appending BetPlaced: the reservation belongs to a placed bet."""
+    if bet_ids:
+        conn.execute(
+            update(t.casino_bets).where(t.casino_bets.c.bet_id.in_(bet_ids)).values(owed_op="")
+        )
+
+
+def owe(conn: Connection, ops: dict[str, str]) -> None:
+    """Settlement owes ``post`` / ``void`` on each bet (only once: set while still unowed)."""
+    c = t.casino_bets.c
+    for bet_id, op in ops.items():
+        conn.execute(
+            update(t.casino_bets)
+            .where(c.bet_id == bet_id, or_(c.owed_op == "", c.owed_op == INTENT))
+            .values(owed_op=op)
+        )
+
+
+def intents(conn: Connection) -> list[BetRow]:
+    rows = conn.execute(select(t.casino_bets).where(t.casino_bets.c.owed_op == INTENT)).all()
+    return [_bet(r) for r in rows]
+
+
+def owed(conn: Connection, round_id: str | None) -> list[BetRow]:
+    c = t.casino_bets.c
+    cond = and_(c.owed_op.in_((POST, VOID)), c.op_done.is_(False))
+    if round_id is not None:
+        cond = and_(cond, c.round_id == round_id)
+    rows = conn.execute(select(t.casino_bets).where(cond).order_by(c.round_id, c.bet_id)).all()
+    return [_bet(r) for r in rows]
+
+
+def done(conn: Connection, bet_id: str) -> bool:
+    c = t.casino_bets.c
+    res = conn.execute(
+        update(t.casino_bets).where(c.bet_id == bet_id, c.op_done.is_(False)).values(op_done=True)
+    )
+    return res.rowcount == 1
+
+
+def failed(conn: Connection, bet_id: str, error: str) -> None:
+    conn.execute(
+        update(t.casino_bets)
+        .where(t.casino_bets.c.bet_id == bet_id)
+        .values(last_error=error[:2000])
+    )
+
+
+# ------------------------------------------------------------------------------ requests
+
+
+def get_request(conn: Connection, player_id: str, request_id: str) -> RequestRow | None:
+    c = t.casino_requests.c
+    row = conn.execute(
+        select(t.casino_requests).where(c.player_id == player_id, c.request_id == request_id)
+    ).first()
+    return None if row is None else RequestRow(row.rpc, row.round_id, row.code, row.message)
+
+
+def insert_request(conn: Connection, player_id: str, request_id: str, req: RequestRow) -> None:
+    conn.execute(
+        insert(t.casino_requests).values(
+            player_id=player_id,
+            request_id=request_id,
+            rpc=req.rpc,
+            round_id=req.round_id,
+            code=req.code,
+            message=req.message,
+            created_at=datetime.now(UTC),
+        )
+    )
+
+
+# --------------------------------------------------------------------------------- seats
+
+
+def take_seat(
+    conn: Connection, table_id: str, player_id: str, game: str, seat: int, session_id: str
+) -> None:
+    c = t.casino_seats.c
+    conn.execute(delete(t.casino_seats).where(c.table_id == table_id, c.player_id == player_id))
+    conn.execute(
+        insert(t.casino_seats).values(
+            table_id=table_id, player_id=player_id, game=game, seat=seat, session_id=session_id
+        )
+    )
+
+
+def release_seat(conn: Connection, table_id: str, player_id: str, session_id: str) -> None:
+    c = t.casino_seats.c
+    conn.execute(
+        delete(t.casino_seats).where(
+            c.table_id == table_id, c.player_id == player_id, c.session_id == session_id
+        )
+    )
+
+
+def seated(conn: Connection, table_id: str, player_id: str) -> bool:
+    c = t.casino_seats.c
+    row = conn.execute(
+        select(c.seat).where(c.table_id == table_id, c.player_id == player_id)
+    ).first()
+    return row is not None

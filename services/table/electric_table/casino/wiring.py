@@ -1,0 +1,66 @@
+"""Wires the casino rounds into the table's ServiceHost (called from ``electric_table.app``).
+
+The wallet is reached at ``ELECTRIC_WALLET_TARGET`` with the table's own service token.
+At start every open round is replayed and the auto-void rule applied (handlers module doc);
+the owed wallet calls then run in the background (``casino-wallet``), and registration's
+casino seats are consumed (``casino-seats``, :mod:`electric_table.casino.consumers`).
+"""
+
+from __future__ import annotations
+
+import os
+
+from electric.table.v1 import casino_pb2, casino_pb2_grpc
+from electric_clients.wallet import WalletClient
+from electric_domain.casino.common.config import load_config
+from electric_platform.auth import service_tokens
+from electric_platform.config import ConfigError
+from electric_platform.eventmetrics import watch_consumers
+from electric_platform.eventpath import EventPath
+from electric_platform.server import ServiceHost
+
+from electric_table.casino.api import CasinoApi
+from electric_table.casino.consumers import seats_worker
+from electric_table.casino.handlers import CasinoHandlers
+from electric_table.casino.metrics import CasinoMetrics
+
+#: Kafka group of the seats subscription: ``<ELECTRIC_TABLE_CONSUMER_GROUP>.casino`` when that
+#: is set (isolating a deployment or a test), else the consumer name ``table.casino_seats``.
+CONSUMER_GROUP_ENV = "ELECTRIC_TABLE_CONSUMER_GROUP"
+
+#: The casino handlers of each started host (tests look them up here).
+CASINO: dict[int, CasinoHandlers] = {}
+
+
+async def setup_casino(host: ServiceHost, path: EventPath) -> CasinoHandlers | None:
+    """The casino service on ``host``; None (casino off, logged) without a signing key."""
+    try:
+        tokens = service_tokens(host.config)
+    except ConfigError as exc:
+        host.log.warning("table.casino_disabled", reason=str(exc))
+        return None
+    wallet = WalletClient.connect(host.config.target("wallet"), tokens)
+    metrics = CasinoMetrics(host.metrics.registry)
+    engine, store = path.engine, path.store
+    handlers = CasinoHandlers(engine, store, wallet, load_config(), metrics)
+    metrics.watch(lambda: float(handlers.count_unfinished()))
+    recovered = await handlers.recover()
+    host.log.info("table.casino_recovered", **recovered)
+    CASINO[id(host)] = handlers
+
+    async def close() -> None:
+        CASINO.pop(id(host), None)
+        await wallet.close()
+
+    host.on_shutdown(close)
+    group = os.environ.get(CONSUMER_GROUP_ENV, "")
+    seats = seats_worker(engine, path.bus, group_id=f"{group}.casino" if group else "")
+    watch_consumers(host, seats)
+    host.add_background("casino-seats", lambda: seats.run(host.stopping), restart=True)
+    host.add_background("casino-wallet", lambda: handlers.work.run(host.stopping), restart=True)
+    host.add_service(
+        casino_pb2.DESCRIPTOR.services_by_name["CasinoTableService"],
+        casino_pb2_grpc.add_CasinoTableServiceServicer_to_server,
+        CasinoApi(handlers),
+    )
+    return handlers
