@@ -41,7 +41,7 @@ from electric_platform.config import (
     inline_or_file,
 )
 from electric_platform.context import outgoing_metadata
-from electric_platform.errors import PermissionDenied, Unauthenticated
+from electric_platform.errors import InvalidArgument, PermissionDenied, Unauthenticated
 from electric_platform.keys import ALGORITHM, KeyMaterialError, KeySet, SigningKey
 from electric_platform.rpc import (
     Context,
@@ -241,6 +241,18 @@ def require_player(player_id: str, *, also: Iterable[Role | str] = ()) -> Princi
     raise PermissionDenied(
         f"{principal.role.value} {principal.subject!r} may not act for player {player_id!r}"
     )
+
+
+def player_to_read(player_id: str, *, also: Iterable[Role | str] = ()) -> str:
+    """The player a read request is about: ``player_id``, which the caller must be or act for
+    (``also`` roles); empty means the calling player themself (other roles must name one)."""
+    if player_id:
+        require_player(player_id, also=also)
+        return player_id
+    principal = current_principal()
+    if principal.role is not Role.PLAYER:
+        raise InvalidArgument(f"player_id is required for role {principal.role.value!r}")
+    return principal.subject
 
 
 async def until_expiry(items: AsyncIterator[Any], expires_at: float) -> AsyncIterator[Any]:

@@ -13,8 +13,8 @@ from electric_platform import (
     NotFound,
     Role,
     current_principal,
-    require_player,
 )
+from electric_platform.auth import player_to_read
 from electric_platform.paging import next_page_token, page_window
 from sqlalchemy import Engine
 
@@ -93,14 +93,7 @@ class PayoutApi(payout_pb2_grpc.PayoutServiceServicer):
         self, request: payout_pb2.ListWinningsRequest, context: Any
     ) -> payout_pb2.ListWinningsResponse:
         """A player reads their own winnings; services, operators and auditors any player's."""
-        principal = current_principal()
-        player = request.player_id
-        if not player:
-            if principal.role is not Role.PLAYER:
-                raise InvalidArgument(f"player_id is required for role {principal.role.value!r}")
-            player = principal.subject
-        else:
-            require_player(player, also=_ON_BEHALF)
+        player = player_to_read(request.player_id, also=_ON_BEHALF)
         scope = f"payout.ListWinnings:{player}"
         offset, size = page_window(request.page.page_size, request.page.page_token, scope=scope)
         rows, total = await asyncio.to_thread(self._winnings, player, offset, size + 1)

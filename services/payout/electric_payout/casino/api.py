@@ -8,7 +8,8 @@ from typing import Any
 from electric.common.v1 import pagination_pb2
 from electric.payout.v1 import casino_pb2, casino_pb2_grpc
 from electric_clients.convert import timestamp_or_none, usd
-from electric_platform import InvalidArgument, Role, current_principal, require_player
+from electric_platform import Role
+from electric_platform.auth import player_to_read
 from electric_platform.paging import next_page_token, page_window
 from sqlalchemy import Engine
 
@@ -36,14 +37,7 @@ class CasinoPayoutApi(casino_pb2_grpc.CasinoPayoutServiceServicer):
         self, request: casino_pb2.ListCasinoWinningsRequest, context: Any
     ) -> casino_pb2.ListCasinoWinningsResponse:
         """A player reads their own wins; services, operators and auditors any player's."""
-        principal = current_principal()
-        player = request.player_id
-        if not player:
-            if principal.role is not Role.PLAYER:
-                raise InvalidArgument(f"player_id is required for role {principal.role.value!r}")
-            player = principal.subject
-        else:
-            require_player(player, also=_ON_BEHALF)
+        player = player_to_read(request.player_id, also=_ON_BEHALF)
         scope = f"payout.ListCasinoWinnings:{player}"
         offset, size = page_window(request.page.page_size, request.page.page_token, scope=scope)
         rows, total = await asyncio.to_thread(self._wins, player, offset, size + 1)
