@@ -12,7 +12,7 @@ PROTO_FILES := $(shell find protos -name '*.proto')
 
 .PHONY: setup protos run test lint typecheck unit integration e2e buf-lint buf-breaking \
         bench exhaustive simulate paytable infra-up infra-down up down clean \
-        math math-check math-report simulate-casino fuzz
+        math math-check math-report simulate-casino fuzz e2e-casino
 
 setup: $(STAMP) gen/.stamp
 
@@ -102,6 +102,12 @@ math-report: setup
 ## Simulate N rounds per casino game with the optimal strategy (default 10,000,000)
 simulate-casino: setup
 	$(BIN)/python -m electric_math.casino_sim -n $(or $(N),10000000) --seed $(or $(SEED),1)
+
+## Casino e2e at the issue's size (docs/casino-services.md): 5,000 THB rounds, 300 UTH rounds
+## with 20+ players at one live table, on PostgreSQL + Kafka (CI runs a shorter version).
+e2e-casino: setup
+	ELECTRIC_E2E_CASINO_THB_ROUNDS=$(or $(THB),5000) ELECTRIC_E2E_CASINO_UTH_ROUNDS=$(or $(UTH),300) \
+	  $(BIN)/pytest -m e2e -s -p no:cacheprovider tests/e2e/casino
 
 infra-up:
 	bash deploy/infra.sh up

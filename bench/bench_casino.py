@@ -1,10 +1,15 @@
 """Casino math kernel: the per-board pass (rank 1,081 hands, sort, win/tie counts by
 inclusion–exclusion) in numba, numpy (vectorised over a batch of boards) and C (gcc -O3 via
-ctypes). Figures are µs per board; the numba figure is what ``electric_math`` uses."""
+ctypes). Figures are µs per board; the numba figure is what ``electric_math`` uses.
+
+Then the casino rounds through the four services on PostgreSQL (:mod:`bench.casino_services`:
+THB rounds per second, UTH settlement time for 100 seated players); skip those with
+``BENCH_CASINO_SERVICES=0``."""
 
 from __future__ import annotations
 
 import ctypes
+import os
 import shutil
 import subprocess
 import tempfile
@@ -127,6 +132,10 @@ def run() -> list[Row]:
         c_us = (time.perf_counter() - t0) / N * 1e6
         rows.append(Row("casino", "board pass C -O3 (ctypes)", c_us, "µs/board", "numba",
                         numba_us))  # fmt: skip
+    if os.environ.get("BENCH_CASINO_SERVICES", "1") != "0":
+        from bench import casino_services  # rounds through the services (PostgreSQL)
+
+        rows += casino_services.run()
     return rows
 
 

@@ -38,6 +38,8 @@ BATCH_SIZE = 100
 BATCHES = 30
 ROUNDS = 3
 THREADS = 4
+WRITERS = 16  # group-commit row: concurrent writers, 1 event per append
+WRITER_APPENDS = 120  # appends per writer per round
 LAG_SECONDS = 8.0
 LAG_RATE = 400  # events/s offered during the lag measurement (steady, bounded)
 RELAY_BACKLOG = 10_000
@@ -180,6 +182,77 @@ def _raw_pg_rates(dsn: str, rnd: int) -> tuple[float, float, float]:
     return single_rate, batch_rate, _rate(SINGLE_TX_EVENTS // THREADS * THREADS, threaded)
 
 
+def _writers_rate(engine: Engine, tag: str) -> tuple[float, float]:
+    """(events/s, mean batch) of WRITERS threads each appending 1 event per call through
+    ``append_in_new_tx`` (group commit) to streams of their own."""
+    store = EventStore(engine, producer="bench")
+    barrier = threading.Barrier(WRITERS)
+
+    def work(t: int) -> None:
+        barrier.wait()
+        for i in range(WRITER_APPENDS):
+            store.append_in_new_tx(f"{tag}-w{t}-{i % 10}", ANY, [_payload(i)])
+
+    rate = _rate(WRITERS * WRITER_APPENDS, lambda: _run_threads(work, WRITERS))
+    return rate, store.group.stats.mean_batch
+
+
+def _raw_writers_rate(dsn: str, rnd: int) -> float:
+    """WRITERS psycopg clients, each committing one row per transaction (the peer)."""
+    insert = (
+        f"INSERT INTO bench_raw_events ({', '.join(COLUMNS)}) "
+        f"VALUES ({', '.join('%(' + c + ')s' for c in COLUMNS)})"
+    )
+    base = rnd * 100_000_000 + 50_000_000
+    per_thread = [
+        _raw_rows(WRITER_APPENDS, f"raw-w-{rnd}-{t}", base + t * 100_000) for t in range(WRITERS)
+    ]
+    conns = [psycopg.connect(dsn) for _ in range(WRITERS)]
+    barrier = threading.Barrier(WRITERS)
+
+    def work(t: int) -> None:
+        barrier.wait()
+        for row in per_thread[t]:
+            with conns[t].transaction():
+                conns[t].execute(insert, row)
+
+    try:
+        return _rate(WRITERS * WRITER_APPENDS, lambda: _run_threads(work, WRITERS))
+    finally:
+        for conn in conns:
+            conn.close()
+
+
+def pg_writer_rows(url: str, rounds: int = ROUNDS) -> list[Row]:
+    """The group-commit row alone (``python -c 'from bench.bench_eventlog import ...'``)."""
+    engine = create_engine(url)
+    try:
+        migrate(engine)
+        dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+        with psycopg.connect(dsn) as conn:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS bench_raw_events (LIKE eventlog_events INCLUDING ALL)"
+            )
+        ours, raw = [], []
+        for rnd in range(rounds):
+            ours.append(_writers_rate(engine, f"gw{rnd}"))
+            raw.append(_raw_writers_rate(dsn, rnd))
+    finally:
+        engine.dispose()
+    best = max(ours)
+    return [
+        Row(
+            AREA,
+            f"pg append, {WRITERS} writers, 1 event each",
+            best[0],
+            "events/s",
+            f"raw psycopg {WRITERS} clients 1 row/commit",
+            max(raw),
+            f"group commit, mean batch {best[1]:.1f}; target >= 0.7x",
+        )
+    ]
+
+
 def _pg_rows(url: str) -> list[Row]:
     engine = create_engine(url)
     try:
@@ -216,6 +289,7 @@ def _pg_rows(url: str) -> list[Row]:
             raw_threaded,
             "appends serialise on the position lock",
         ),
+        *pg_writer_rows(url),
     ]
 
 

@@ -67,11 +67,12 @@ def _raw_commit_rate(dsn: str, threads: int) -> float:
             c.close()
 
 
-def _wallet_rates(url: str) -> tuple[float, float, float]:
+def _wallet_rates(url: str) -> tuple[float, float, float, str]:
     engine = create_engine(url, pool_size=THREADS + 2, max_overflow=0)
+    events = EventStore(engine, producer="wallet")
     try:
         store.migrate(engine)
-        wallet = Wallet(engine, EventStore(engine, producer="wallet"), max_attempts=100)
+        wallet = Wallet(engine, events, max_attempts=100)
         wallet.bootstrap()
         for p in range(PLAYERS):
             wallet.deposit(f"seed-{p}", f"p{p}", 10**9)
@@ -103,11 +104,20 @@ def _wallet_rates(url: str) -> tuple[float, float, float]:
             )
             wallet.post_transfer(tid)
 
+        stats = wallet.events.group.stats
         single = _rate(transfer, 1, SECONDS)
+        b0, u0 = stats.batches, stats.units
         concurrent = _rate(transfer, THREADS, SECONDS)
-        hot = _rate(buy_in, THREADS, SECONDS) * 2  # two commits (pending + post) per call
-        return single, concurrent, hot
+        b1, u1 = stats.batches, stats.units
+        hot = _rate(buy_in, THREADS, SECONDS) * 2  # two commands (pending + post) per call
+        b2, u2 = stats.batches, stats.units
+        batches = (
+            f"mean batch {(u1 - u0) / max(1, b1 - b0):.1f} disjoint, "
+            f"{(u2 - u1) / max(1, b2 - b1):.1f} hot"
+        )
+        return single, concurrent, hot, batches
     finally:
+        events.group.close()
         engine.dispose()
 
 
@@ -126,7 +136,9 @@ def run() -> list[Row]:
         dsn = db_url.set(drivername="postgresql").render_as_string(hide_password=False)
         raw1 = _raw_commit_rate(dsn, 1)
         rawn = _raw_commit_rate(dsn, THREADS)
-        single, concurrent, hot = _wallet_rates(db_url.render_as_string(hide_password=False))
+        single, concurrent, hot, batches = _wallet_rates(
+            db_url.render_as_string(hide_password=False)
+        )
     finally:
         with psycopg.connect(admin_dsn, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{scratch}" WITH (FORCE)')
@@ -149,7 +161,7 @@ def run() -> list[Row]:
             "transfers/s",
             f"raw commits, {THREADS} clients",
             rawn,
-            "disjoint account pairs",
+            f"disjoint account pairs; {batches}; target >= 0.3x",
         ),
         Row(
             "wallet",
@@ -158,6 +170,6 @@ def run() -> list[Row]:
             "commits/s",
             f"raw commits, {THREADS} clients",
             rawn,
-            "all into house:tournament_escrow",
+            "all into house:tournament_escrow; target >= 0.2x",
         ),
     ]

@@ -20,6 +20,9 @@
 #   OBS_PG_EXPORTER_PORT [9187]   postgres_exporter
 #   OBS_KAFKA_LAG_PORT [9308]     deploy/kafka/lag_exporter.py
 #   OBS_WEBHOOK_PORT [9099]       deploy/alertmanager/webhook_receiver.py -> $OBS_DIR/alerts.jsonl
+#   OBS_TEXTFILE_PORT [9110]      deploy/observability/textfile_exporter.py over $OBS_DIR/textfile
+#                                 (*.prom files of periodic jobs: deploy/audit/verify_metrics.py)
+#   OBS_KAFKA_LAG_GROUPS []       regex of the consumer groups the lag exporter reports (all)
 #   KAFKA_JMX_PORT [9404]         the broker's JMX exporter (deploy/kafka.sh), scraped only
 #   KAFKA_PORT [9092], PGPORT [5432]
 #   OBS_DEPLOYMENT [processes]    how the services run: processes | embedded (see the template)
@@ -38,6 +41,9 @@ OBS_ALERTMANAGER_PORT="${OBS_ALERTMANAGER_PORT:-9095}"
 OBS_PG_EXPORTER_PORT="${OBS_PG_EXPORTER_PORT:-9187}"
 OBS_KAFKA_LAG_PORT="${OBS_KAFKA_LAG_PORT:-9308}"
 OBS_WEBHOOK_PORT="${OBS_WEBHOOK_PORT:-9099}"
+OBS_TEXTFILE_PORT="${OBS_TEXTFILE_PORT:-9110}"
+# Regex of the consumer groups the lag exporter reports (empty: all; then every topic's offsets).
+OBS_KAFKA_LAG_GROUPS="${OBS_KAFKA_LAG_GROUPS:-}"
 KAFKA_JMX_PORT="${KAFKA_JMX_PORT:-9404}"
 KAFKA_PORT="${KAFKA_PORT:-9092}"
 PGPORT="${PGPORT:-5432}"
@@ -54,7 +60,7 @@ SERVICES=(registration table wallet payout)
 declare -A DEFAULT_METRICS_PORT=([registration]=9101 [table]=9102 [wallet]=9103 [payout]=9104)
 PACKAGES=(prometheus prometheus-alertmanager prometheus-postgres-exporter)
 # Start order; `down` goes the other way.
-COMPONENTS=(webhook alertmanager pg-exporter kafka-lag prometheus)
+COMPONENTS=(webhook alertmanager pg-exporter kafka-lag textfile prometheus)
 
 RUN_DIR="$OBS_DIR/run"
 LOG_DIR="$OBS_DIR/logs"
@@ -151,11 +157,12 @@ fill_template() {
     -e "s#@SCRAPE_INTERVAL@#$OBS_SCRAPE_INTERVAL#g" -e "s#@EVAL_INTERVAL@#$OBS_EVAL_INTERVAL#g" \
     -e "s#@PROMETHEUS_PORT@#$OBS_PROMETHEUS_PORT#g" -e "s#@ALERTMANAGER_PORT@#$OBS_ALERTMANAGER_PORT#g" \
     -e "s#@PG_EXPORTER_PORT@#$OBS_PG_EXPORTER_PORT#g" -e "s#@KAFKA_JMX_PORT@#$KAFKA_JMX_PORT#g" \
-    -e "s#@KAFKA_LAG_PORT@#$OBS_KAFKA_LAG_PORT#g" "$1"
+    -e "s#@KAFKA_LAG_PORT@#$OBS_KAFKA_LAG_PORT#g" -e "s#@TEXTFILE_PORT@#$OBS_TEXTFILE_PORT#g" "$1"
 }
 
 cmd_config() {
-  mkdir -p "$OBS_DIR/rules" "$OBS_DIR/prometheus" "$OBS_DIR/alertmanager" "$RUN_DIR" "$LOG_DIR"
+  mkdir -p "$OBS_DIR/rules" "$OBS_DIR/prometheus" "$OBS_DIR/alertmanager" "$OBS_DIR/textfile" \
+    "$RUN_DIR" "$LOG_DIR"
   # Keep the deployment chosen last time (`targets embedded`) unless OBS_DEPLOYMENT says.
   local mode="$OBS_DEPLOYMENT"
   if [[ -z "$OBS_DEPLOYMENT_SET" && -f "$OBS_DIR/targets/deployment" ]]; then
@@ -186,13 +193,14 @@ port_of() {
   pg-exporter) echo "$OBS_PG_EXPORTER_PORT" ;;
   kafka-lag) echo "$OBS_KAFKA_LAG_PORT" ;;
   webhook) echo "$OBS_WEBHOOK_PORT" ;;
+  textfile) echo "$OBS_TEXTFILE_PORT" ;;
   esac
 }
 
 health_path() {
   case "$1" in
   prometheus | alertmanager) echo "/-/ready" ;;
-  webhook) echo "/-/healthy" ;;
+  webhook | textfile) echo "/-/healthy" ;;
   *) echo "/metrics" ;;
   esac
 }
@@ -242,9 +250,13 @@ start_component() {
         --extend.query-path="$ROOT/deploy/postgres/exporter-queries.yaml" \
         --auto-discover-databases --include-databases="$OBS_PG_DATABASES" --log.level=warn
       ;;
+    textfile)
+      launch textfile "$(python_bin)" "$ROOT/deploy/observability/textfile_exporter.py" \
+        --dir "$OBS_DIR/textfile" --host "$HOST" --port "$port"
+      ;;
     kafka-lag)
       launch kafka-lag "$(python_bin)" "$ROOT/deploy/kafka/lag_exporter.py" \
-        --bootstrap "$HOST:$KAFKA_PORT" --host "$HOST" --port "$port"
+        --bootstrap "$HOST:$KAFKA_PORT" --host "$HOST" --port "$port" --groups "$OBS_KAFKA_LAG_GROUPS"
       ;;
     prometheus)
       launch prometheus prometheus --config.file="$OBS_DIR/prometheus.yml" \

@@ -14,6 +14,11 @@ Subcommands:
   and/or ``--kafka HOST:PORT [--namespace NS]``; see :mod:`electric_audit.commands` and
   docs/audit.md. Exit status 0 = every check passes, 1 = a check fails, 2 = usage or
   connection error.
+* ``trace ID`` — the causal tree of a correlation, request or event id over the same sources
+  (:mod:`electric_audit.trace`).
+* ``tournament ID`` / ``round ID`` / ``export`` — a tournament's or casino round's whole
+  story, each step checked, and hand histories as PHH and PokerStars-style text
+  (:mod:`electric_audit.subcommands`).
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from electric_domain.cards import card_str
 from electric_domain.deck import derive_deck, verify_deck
 from electric_math import audit_math
 
-from electric_audit import commands
+from electric_audit import commands, subcommands, trace
 from electric_audit.phh_files import replay_file
 
 
@@ -83,7 +88,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_verify.add_argument("commitment_hex")
     audit_math.add_parser(sub)
     commands.add_parsers(sub)
+    trace.add_parser(sub)
+    subcommands.add_parsers(sub)
     args = parser.parse_args(argv)
+    if args.command == "trace":
+        return trace.run(args)
+    if args.command in subcommands.COMMANDS:
+        return subcommands.run(args)
     if args.command in commands.COMMANDS:
         return commands.run(args)
     if args.command == "math":

@@ -16,6 +16,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from electric_audit.checks import CheckResult, run_checks
+from electric_audit.checks_checkpoints import add_arguments as add_checkpoint_arguments
+from electric_audit.checks_checkpoints import load_anchors, run_checkpoint_checks
 from electric_audit.checks_money import run_money_checks
 from electric_audit.events import EventFilter, select_events
 from electric_audit.events import event_text as _event_text
@@ -67,6 +69,7 @@ def add_parsers(sub: Any) -> None:
     p_events.add_argument("--until", type=_moment, help="occurred at or before (ISO 8601)")
     p_verify = sub.add_parser("verify", help="run every check over the sources")
     _add_sources(p_verify)
+    add_checkpoint_arguments(p_verify)
 
 
 def load_sources(args: argparse.Namespace) -> list[Source]:
@@ -102,7 +105,13 @@ def result_text(result: CheckResult) -> str:
 
 
 def _verify(args: argparse.Namespace, sources: list[Source]) -> int:
+    try:
+        anchors = load_anchors(args)
+    except SourceError as exc:
+        sys.stderr.write(f"electric-audit verify: cannot read {exc}\n")
+        return EXIT_USAGE
     results = run_checks(sources) + run_money_checks(sources)
+    results += run_checkpoint_checks(sources, anchors)
     write = sys.stdout.write
     if not args.json:
         names = ", ".join(f"{s.label} ({len(s.events)} events)" for s in sources)

@@ -4,5 +4,7 @@
 :mod:`electric_domain.tournament.bots` and back; :mod:`electric_bots.player` is one bot;
 :mod:`electric_bots.runner` runs many on one event loop (``python -m electric_bots``);
 :mod:`electric_bots.tui` is the text client (``python -m electric_bots.tui``) that draws
-tournaments from WatchTable and WatchMyTables alone.
+tournaments from WatchTable and WatchMyTables alone. Casino bots: :mod:`electric_bots.casino`
+(THB, shared plumbing), :mod:`electric_bots.casino_uth` (live UTH) and
+:mod:`electric_bots.casino_runner` (both games on one event loop, used by ``make run``).
 """

@@ -21,19 +21,19 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 import tenacity
 from electric.eventlog.v1.envelope_pb2 import Envelope
 from google.protobuf.message import DecodeError, Message
-from sqlalchemy import Connection, Engine, insert, select
+from sqlalchemy import Connection, Engine, delete, insert, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.sql.expression import Insert
 
-from . import schema
+from . import causality, schema
 from .bus import EventBus, OutgoingMessage, ReceivedMessage, decode_envelope
 from .errors import ConcurrencyError
 from .store import utc_now
@@ -79,6 +79,17 @@ class IdempotentConsumer:
             )
         ).first()
         return row is not None
+
+    def purge(self, conn: Connection, *, before: datetime) -> int:
+        """Forget this consumer's records of events applied (or dead-lettered) before
+        ``before``; returns how many. Only safe once no copy of those events can be delivered
+        again (docs/event-store.md, "Bounded de-duplication records")."""
+        result = conn.execute(
+            delete(schema.applied).where(
+                schema.applied.c.consumer == self.name, schema.applied.c.applied_at < before
+            )
+        )
+        return int(result.rowcount)
 
     def record_dead_letter(
         self, conn: Connection, message: ReceivedMessage, envelope: Envelope | None, reason: str
@@ -150,12 +161,16 @@ class ConsumerWorker:
         max_attempts: int = 3,
         retry_delay: float = 0.05,
         transient: Callable[[BaseException], bool] = is_transient,
+        dedup_retention: timedelta | None = None,
+        purge_interval: float = 3600.0,
     ) -> None:
         """``effect`` runs in a worker thread inside the transaction that records the event
         (or register typed handlers with :meth:`on` instead).
 
         A non-transient failure is retried ``max_attempts`` times, then dead-lettered.
-        ``group_id`` defaults to the consumer name.
+        ``group_id`` defaults to the consumer name. ``dedup_retention``: while running,
+        every ``purge_interval`` seconds forget records older than that (None: keep all;
+        the bound is in docs/event-store.md, "Bounded de-duplication records").
         """
         self.engine = engine
         self.bus = bus
@@ -166,6 +181,9 @@ class ConsumerWorker:
         self.max_attempts = max_attempts
         self.retry_delay = retry_delay
         self.transient = transient
+        self.dedup_retention = dedup_retention
+        self.purge_interval = purge_interval
+        self.purged = 0
         self.applied = 0
         self.skipped = 0
         self.dead_lettered = 0
@@ -194,11 +212,41 @@ class ConsumerWorker:
     async def run(self, stop: asyncio.Event) -> None:
         """Consume until ``stop`` is set."""
         self._stop = stop
-        # _Stopped: stopped while retrying a transient failure; that message stays uncommitted.
-        with contextlib.suppress(_Stopped):
-            await self.bus.consume(
-                self.topics, group_id=self.group_id, handler=self.handle, stop=stop
-            )
+        purging = None
+        if self.dedup_retention is not None:
+            purging = asyncio.create_task(self._purge_loop(stop, self.dedup_retention))
+        try:
+            # _Stopped: stopped while retrying a transient failure; that message stays
+            # uncommitted.
+            with contextlib.suppress(_Stopped):
+                await self.bus.consume(
+                    self.topics, group_id=self.group_id, handler=self.handle, stop=stop
+                )
+        finally:
+            if purging is not None:
+                purging.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await purging
+
+    def purge(self, retention: timedelta) -> int:
+        """Forget de-duplication records older than ``retention`` (one transaction)."""
+        with self.engine.begin() as conn:
+            deleted = self.consumer.purge(conn, before=utc_now() - retention)
+        self.purged += deleted
+        return deleted
+
+    async def _purge_loop(self, stop: asyncio.Event, retention: timedelta) -> None:
+        while not stop.is_set():
+            try:
+                deleted = await asyncio.to_thread(self.purge, retention)
+                if deleted:
+                    log.info(
+                        "consumer.purged", extra={"consumer": self.consumer.name, "rows": deleted}
+                    )
+            except Exception:  # the database is away: try again next round
+                log.exception("consumer.purge_failed", extra={"consumer": self.consumer.name})
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=self.purge_interval)
 
     async def handle(self, message: ReceivedMessage) -> None:
         """Apply one delivered message exactly once (or dead-letter it)."""
@@ -232,9 +280,10 @@ class ConsumerWorker:
             reraise=True,
         )
         try:
-            async for attempt in retrying:
-                with attempt:
-                    applied, after = await self._apply_once(envelope)
+            with causality.caused_by(envelope.correlation_id, envelope.event_id):
+                async for attempt in retrying:
+                    with attempt:
+                        applied, after = await self._apply_once(envelope)
         except _Stopped:
             raise  # raising keeps the offset uncommitted
         except Exception as exc:
@@ -246,12 +295,29 @@ class ConsumerWorker:
             self.applied += 1
         else:
             self.skipped += 1
+        log.info(
+            "consumer.applied" if applied else "consumer.skipped",
+            extra=self._fields(envelope),
+        )
         if after is not None:
             # Committed: a failing follow-up must not re-run or dead-letter the event.
-            try:
-                after()
-            except Exception:
-                log.exception("after-commit hook of %s failed", envelope.event_id)
+            with causality.caused_by(envelope.correlation_id, envelope.event_id):
+                try:
+                    after()
+                except Exception:
+                    log.exception("consumer.after_commit_failed", extra=self._fields(envelope))
+
+    def _fields(self, envelope: Envelope) -> dict[str, str | int]:
+        """The log fields of one consumed event (docs/logging.md)."""
+        return {
+            "consumer": self.consumer.name,
+            "event_type": envelope.event_type,
+            "event_id": envelope.event_id,
+            "stream_id": envelope.stream_id,
+            "stream_version": envelope.stream_version,
+            "correlation_id": envelope.correlation_id,
+            "causation_id": envelope.event_id,
+        }
 
     async def _apply_once(self, envelope: Envelope) -> tuple[bool, AfterCommit | None]:
         try:
@@ -260,7 +326,10 @@ class ConsumerWorker:
             if self.transient(exc):
                 if self._stop.is_set():
                     raise _Stopped from exc
-                log.warning("transient failure on %s, retrying: %s", envelope.event_id, exc)
+                log.warning(
+                    "consumer.retrying",
+                    extra={**self._fields(envelope), "error": f"{type(exc).__name__}: {exc}"},
+                )
             raise
 
     def _apply_in_tx(self, envelope: Envelope) -> tuple[bool, AfterCommit | None]:
@@ -286,7 +355,15 @@ class ConsumerWorker:
         self, message: ReceivedMessage, envelope: Envelope | None, reason: str, *, attempts: int
     ) -> None:
         log.error(
-            "dead-lettering %s/%s@%s: %s", message.topic, message.partition, message.offset, reason
+            "consumer.dead_lettered",
+            extra={
+                **(self._fields(envelope) if envelope is not None else {}),
+                "consumer": self.consumer.name,
+                "topic": message.topic,
+                "partition": message.partition,
+                "offset": message.offset,
+                "reason": reason,
+            },
         )
         headers = (
             *message.headers,

@@ -13,13 +13,19 @@ on the way out and received messages carry the plain topic name again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import (
+    AIOKafkaConsumer,
+    AIOKafkaProducer,
+    ConsumerRebalanceListener,
+    TopicPartition,
+)
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka.errors import CommitFailedError
+from aiokafka.errors import CommitFailedError, KafkaError
 
 from .bus import Handler, OutgoingMessage, ReceivedMessage
 from .topics import RETENTION_CONFIG, dlq_topic_for, namespaced, partitions_for
@@ -27,6 +33,17 @@ from .topics import RETENTION_CONFIG, dlq_topic_for, namespaced, partitions_for
 log = logging.getLogger(__name__)
 
 _TOPIC_ALREADY_EXISTS = 36
+#: Longest wait for a discarded producer to close.
+_STOP_TIMEOUT_S = 5.0
+
+
+def _outcome(future: asyncio.Future[Any]) -> BaseException | None:
+    """None when ``future`` (one message's delivery) was acknowledged, else the reason."""
+    if not future.done():
+        return TimeoutError("no acknowledgement before the publish deadline")
+    if future.cancelled():
+        return asyncio.CancelledError()
+    return future.exception()
 
 
 def _received(record: Any, namespace: str = "") -> ReceivedMessage:
@@ -61,6 +78,13 @@ class KafkaBus:
         self._producer_options = {"linger_ms": 5, **(producer_options or {})}
         self._consumer_options = consumer_options or {}
         self._producer: AIOKafkaProducer | None = None
+        #: Rebalance listeners by (plain) group id (:meth:`set_rebalance_listener`).
+        self._listeners: dict[str, ConsumerRebalanceListener] = {}
+
+    def set_rebalance_listener(self, group_id: str, listener: ConsumerRebalanceListener) -> None:
+        """Have :meth:`consume` as ``group_id`` subscribe with ``listener``: its callbacks
+        are awaited inside each rebalance (the table service's partition ownership)."""
+        self._listeners[group_id] = listener
 
     def kafka_name(self, name: str) -> str:
         """The name of topic/group ``name`` on the broker (prefixed by the namespace)."""
@@ -88,18 +112,64 @@ class KafkaBus:
 
     async def publish(self, messages: Sequence[OutgoingMessage]) -> None:
         """Send all ``messages`` (in order) and wait for every acknowledgement."""
+        for error in await self.publish_each(messages):
+            if error is not None:
+                raise error
+
+    async def publish_each(
+        self, messages: Sequence[OutgoingMessage], *, timeout: float | None = None
+    ) -> list[BaseException | None]:
+        """Send ``messages`` in order and wait (at most ``timeout`` s) for their acks.
+
+        One result per message: ``None`` = acknowledged, else why not. After any failure the
+        producer is discarded and the next publish starts a new one (new producer id,
+        sequence numbers from zero): an idempotent producer whose batch expired unsent
+        (a partition without leader while the broker restarts) has assigned that batch's
+        sequence numbers, and the broker then refuses every later batch of the partition
+        with ``OutOfOrderSequenceNumber``, forever (issue 18, docs/chaos.md).
+        """
         if self._producer is None:
             await self.start()
-        assert self._producer is not None
-        # send() only enqueues; enqueue everything first so batches fill, then await acks.
-        pending = [
-            await self._producer.send(
-                self.kafka_name(m.topic), value=m.value, key=m.key, headers=list(m.headers)
-            )
-            for m in messages
-        ]
-        if pending:
-            await asyncio.gather(*pending)
+        producer = self._producer
+        assert producer is not None
+        futures: list[asyncio.Future[Any]] = []
+        refused: BaseException | None = None
+        try:
+            # send() only enqueues; enqueue everything first so batches fill, then await acks.
+            for m in messages:
+                futures.append(
+                    await producer.send(
+                        self.kafka_name(m.topic), value=m.value, key=m.key, headers=list(m.headers)
+                    )
+                )
+        except Exception as exc:  # buffer full past request_timeout_ms, producer failed
+            refused = exc
+        if futures:
+            await asyncio.wait(futures, timeout=timeout)
+        results: list[BaseException | None] = [_outcome(f) for f in futures] + [refused] * (
+            len(messages) - len(futures)
+        )
+        if any(r is not None for r in results):
+            await self._discard(producer, next(r for r in results if r is not None))
+            for f in futures:  # failed by the discard: retrieve, so asyncio does not warn
+                if f.done() and not f.cancelled():
+                    f.exception()
+        return results
+
+    async def _discard(self, producer: Any, error: BaseException) -> None:
+        """Drop ``producer`` after a failed publish: fail what it still holds, close it."""
+        if self._producer is producer:
+            self._producer = None
+        log.warning(
+            "kafka.producer_discarded",
+            extra={"client_id": self.client_id, "error": f"{type(error).__name__}: {error}"},
+        )
+        # Fail every batch it holds (else stop() flushes them: an idempotent producer retries
+        # forever), so nothing of it is delivered later and stop() returns at once.
+        with contextlib.suppress(Exception):
+            producer._message_accumulator.fail_all(KafkaError("producer discarded"))
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(producer.stop(), timeout=_STOP_TIMEOUT_S)
 
     async def consume(
         self,
@@ -110,8 +180,10 @@ class KafkaBus:
         stop: asyncio.Event,
     ) -> None:
         """Consume ``topics`` as ``group_id``; commit after ``handler`` per partition batch."""
+        listener = self._listeners.get(group_id)
+        names = [self.kafka_name(t) for t in topics]
         consumer = AIOKafkaConsumer(
-            *(self.kafka_name(t) for t in topics),
+            *(() if listener else names),
             bootstrap_servers=self.bootstrap_servers,
             client_id=self.client_id,
             group_id=self.kafka_name(group_id),
@@ -119,6 +191,8 @@ class KafkaBus:
             auto_offset_reset="earliest",
             **self._consumer_options,
         )
+        if listener is not None:  # subscribed before start: the first assignment calls it
+            consumer.subscribe(topics=names, listener=listener)
         await consumer.start()
         try:
             while not stop.is_set():
@@ -131,7 +205,10 @@ class KafkaBus:
                     except CommitFailedError:
                         # Partition moved to another member mid-batch: it will redeliver,
                         # and the idempotent consumer skips what was applied.
-                        log.warning("offset commit failed for %s (rebalance)", tp)
+                        log.warning(
+                            "kafka.commit_failed",
+                            extra={"topic": tp.topic, "partition": tp.partition},
+                        )
         finally:
             await consumer.stop()
 

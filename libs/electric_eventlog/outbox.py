@@ -64,11 +64,15 @@ def unsent_count(conn: Connection, topic: str | None = None) -> int:
     return int(conn.execute(query).scalar() or 0)
 
 
-def purge_sent(conn: Connection, *, before: datetime) -> int:
-    """Delete outbox rows published before ``before`` (the events themselves stay)."""
-    result = conn.execute(
-        delete(schema.outbox).where(
-            schema.outbox.c.sent_at.is_not(None), schema.outbox.c.sent_at < before
-        )
+def purge_sent(conn: Connection, *, before: datetime, topic: str | None = None) -> int:
+    """Delete outbox rows published before ``before`` (of ``topic`` only, when given).
+
+    Unsent rows are never deleted. The events themselves stay, with their hash chains: the
+    outbox is a separate table that only says what still has to be published.
+    """
+    query = delete(schema.outbox).where(
+        schema.outbox.c.sent_at.is_not(None), schema.outbox.c.sent_at < before
     )
-    return int(result.rowcount)
+    if topic is not None:
+        query = query.where(schema.outbox.c.topic == topic)
+    return int(conn.execute(query).rowcount)

@@ -2,8 +2,15 @@
 
 Crash safety: a row is marked sent only after the bus acknowledged it (acks=all). A crash
 between the two re-publishes the batch on restart: duplicates on the wire, never a gap;
-consumers deduplicate by event id. Batches go out in global-position order and a batch is
-retried whole, so each stream stays in version order per key.
+consumers deduplicate by event id. Batches go out in global-position order. On Kafka each
+message is acknowledged on its own: a row is marked sent when it and every earlier row of
+its stream in the batch were acknowledged, so only the rest is re-sent (each stream stays in
+version order per key), and a publish has a deadline (``publish_timeout``). A failed publish
+also replaces the producer (see :meth:`~electric_eventlog.kafka.KafkaBus.publish_each`,
+docs/chaos.md: the relay stuck after a broker restart).
+
+Bounded outbox: rows sent longer than ``sent_retention`` ago are deleted (every
+``purge_interval`` seconds, by the active relay); unsent rows never are. The events stay.
 
 The process entry point is :mod:`electric_eventlog.relay`.
 """
@@ -15,23 +22,60 @@ import contextlib
 import hashlib
 import logging
 import time
-from collections.abc import Callable
-from datetime import datetime
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from typing import Protocol, runtime_checkable
 
 import tenacity
 from electric.eventlog.v1.envelope_pb2 import Envelope
 from sqlalchemy import Connection, Engine, text
 
-from .bus import EventBus, envelope_message
+from .bus import EventBus, OutgoingMessage, envelope_message
 from .engine import read_only
-from .outbox import fetch_unsent, mark_sent
+from .outbox import fetch_unsent, mark_sent, purge_sent
 from .store import utc_now
 
 log = logging.getLogger(__name__)
 
 
+#: Default time sent outbox rows are kept (the topics keep the events for good).
+DEFAULT_SENT_RETENTION = timedelta(hours=24)
+
+
 class _Stopped(Exception):
     """The relay was stopped while waiting to retry a failed batch."""
+
+
+class PartlyPublishedError(Exception):
+    """Some rows of a batch were not acknowledged (they stay unsent and are retried)."""
+
+
+@runtime_checkable
+class AckingBus(Protocol):
+    """A bus that reports each message's acknowledgement (``KafkaBus``)."""
+
+    async def publish_each(
+        self, messages: Sequence[OutgoingMessage], *, timeout: float | None = None
+    ) -> list[BaseException | None]:
+        """One result per message: None = acknowledged, else the error."""
+        ...
+
+
+def deliverable(
+    batch: Sequence[tuple[str, Envelope]], errors: Sequence[BaseException | None]
+) -> list[tuple[str, int]]:
+    """The ``(topic, position)`` rows of ``batch`` that may be marked sent: acknowledged, and
+    no earlier row of the same stream (topic, key) in the batch failed -- so a stream's
+    first occurrences on the wire stay in version order."""
+    blocked: set[tuple[str, str]] = set()
+    sent: list[tuple[str, int]] = []
+    for (topic, env), error in zip(batch, errors, strict=True):
+        key = (topic, env.stream_id)
+        if error is not None or key in blocked:
+            blocked.add(key)
+        else:
+            sent.append((topic, env.global_position))
+    return sent
 
 
 def _lock_key(topic: str | None) -> int:
@@ -51,15 +95,26 @@ class OutboxRelay:
         batch_size: int = 500,
         poll_interval: float = 0.02,
         clock: Callable[[], datetime] = utc_now,
+        publish_timeout: float = 30.0,
+        sent_retention: timedelta | None = DEFAULT_SENT_RETENTION,
+        purge_interval: float = 300.0,
     ) -> None:
-        """``topic`` restricts the relay to that topic's rows (default: every topic)."""
+        """``topic`` restricts the relay to that topic's rows (default: every topic).
+
+        ``sent_retention`` None keeps sent rows (the embedded runner re-seeds its in-memory
+        bus from them at start-up)."""
         self.engine = engine
         self.bus = bus
         self.topic = topic
         self.batch_size = batch_size
         self.poll_interval = poll_interval
+        self.publish_timeout = publish_timeout
+        self.sent_retention = sent_retention
+        self.purge_interval = purge_interval
         self._clock = clock
+        self._next_purge = 0.0
         self.published = 0
+        self.purged = 0
 
     def _fetch(self) -> list[tuple[str, Envelope]]:
         with read_only(self.engine.connect()) as conn, conn.begin():
@@ -70,14 +125,57 @@ class OutboxRelay:
             mark_sent(conn, sent, at=self._clock())
 
     async def publish_once(self) -> int:
-        """Publish one batch of unsent rows; returns how many were published."""
+        """Publish one batch of unsent rows; returns how many were published.
+
+        Raises :class:`PartlyPublishedError` (after marking what was acknowledged) when some
+        rows were not acknowledged, or the bus error when none was.
+        """
         batch = await asyncio.to_thread(self._fetch)
         if not batch:
             return 0
-        await self.bus.publish([envelope_message(topic, env) for topic, env in batch])
-        await asyncio.to_thread(self._mark, [(topic, env.global_position) for topic, env in batch])
-        self.published += len(batch)
-        return len(batch)
+        errors = await self._send([envelope_message(topic, env) for topic, env in batch])
+        sent = deliverable(batch, errors)
+        if sent:
+            await asyncio.to_thread(self._mark, sent)
+            self.published += len(sent)
+        if len(sent) < len(batch):
+            first = next(e for e in errors if e is not None)
+            if not sent:
+                raise first
+            raise PartlyPublishedError(
+                f"{len(batch) - len(sent)} of {len(batch)} rows not acknowledged"
+            ) from first
+        return len(sent)
+
+    async def _send(self, messages: list[OutgoingMessage]) -> list[BaseException | None]:
+        if isinstance(self.bus, AckingBus):
+            return await self.bus.publish_each(messages, timeout=self.publish_timeout)
+        try:
+            await asyncio.wait_for(self.bus.publish(messages), timeout=self.publish_timeout)
+        except Exception as exc:
+            return [exc] * len(messages)
+        return [None] * len(messages)
+
+    def purge(self, now: datetime | None = None) -> int:
+        """Delete rows sent more than ``sent_retention`` ago (never unsent ones); the count."""
+        if self.sent_retention is None:
+            return 0
+        before = (now or self._clock()) - self.sent_retention
+        with self.engine.begin() as conn:
+            deleted = purge_sent(conn, before=before, topic=self.topic)
+        self.purged += deleted
+        if deleted:
+            log.info("relay.purged", extra={"topic": self.topic, "rows": deleted})
+        return deleted
+
+    async def _maybe_purge(self) -> None:
+        if self.sent_retention is None or time.monotonic() < self._next_purge:
+            return
+        self._next_purge = time.monotonic() + self.purge_interval
+        try:
+            await asyncio.to_thread(self.purge)
+        except Exception:  # the database is away: the next round tries again
+            log.exception("relay.purge_failed", extra={"topic": self.topic})
 
     async def republish_all(self) -> int:
         """Publish every outbox row again, sent or not, in position order; returns the count.
@@ -122,6 +220,7 @@ class OutboxRelay:
                     published = await self._publish_retrying(stop)
                 except _Stopped:
                     break
+                await self._maybe_purge()
                 if published == 0:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(stop.wait(), timeout=self.poll_interval)
@@ -146,8 +245,8 @@ class OutboxRelay:
         def failed(state: tenacity.RetryCallState) -> None:
             error = state.outcome.exception() if state.outcome is not None else None
             log.error(
-                "relay batch failed (%d in a row); retrying",
-                state.attempt_number,
+                "relay.batch_failed",
+                extra={"topic": self.topic, "failures_in_a_row": state.attempt_number},
                 exc_info=error,
             )
 
@@ -186,6 +285,6 @@ class OutboxRelay:
                 conn.commit()  # Session-level lock survives; do not sit idle in a transaction.
                 return conn
             conn.rollback()
-            log.info("another relay holds the outbox lock; waiting")
+            log.info("relay.lock_waiting", extra={"topic": self.topic})
             time.sleep(0.5)
         return conn

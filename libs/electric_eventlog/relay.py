@@ -11,9 +11,10 @@ import argparse
 import asyncio
 import logging
 import signal
+from datetime import timedelta
 
 from .engine import create_engine
-from .outbox_relay import OutboxRelay
+from .outbox_relay import DEFAULT_SENT_RETENTION, OutboxRelay
 
 
 async def _main(args: argparse.Namespace) -> None:
@@ -28,7 +29,14 @@ async def _main(args: argparse.Namespace) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    relay = OutboxRelay(engine, bus, topic=args.topic, batch_size=args.batch_size)
+    hours = args.sent_retention_hours
+    relay = OutboxRelay(
+        engine,
+        bus,
+        topic=args.topic,
+        batch_size=args.batch_size,
+        sent_retention=timedelta(hours=hours) if hours > 0 else None,
+    )
     try:
         await relay.run(stop)
     finally:
@@ -43,6 +51,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--bootstrap", required=True, help="Kafka bootstrap servers")
     parser.add_argument("--topic", default=None, help="only relay rows for this topic")
     parser.add_argument("--batch-size", type=int, default=500)
+    parser.add_argument(
+        "--sent-retention-hours",
+        type=float,
+        default=DEFAULT_SENT_RETENTION.total_seconds() / 3600,
+        help="delete rows sent longer ago than this (0: keep them)",
+    )
     parser.add_argument(
         "--create-topics", action="store_true", help="create --topic (and its DLQ) if missing"
     )

@@ -128,3 +128,15 @@ dead_letters = Table(
     Column("message", LargeBinary, nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
 )
+
+#: Fencing epochs (:mod:`electric_eventlog.fencing`): one row per fenced resource (e.g. a
+#: table), its current owner's epoch; taking ownership increments it, every fenced write
+#: checks it in the write's transaction.
+fences = Table(
+    "eventlog_fences",
+    metadata,
+    Column("resource", String(200), primary_key=True),
+    Column("epoch", BigInteger, nullable=False),
+    Column("owner", String(200), nullable=False),
+    Column("taken_at", DateTime(timezone=True), nullable=False),
+)

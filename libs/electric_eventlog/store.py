@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
-from typing import Any, NoReturn, cast
+from typing import Any, NoReturn, TypeVar, cast
 
 import psycopg
 from electric.eventlog.v1.envelope_pb2 import Envelope
@@ -24,15 +24,19 @@ from google.protobuf.message import Message
 from sqlalchemy import Connection, Engine, bindparam, func, insert, select, update
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
-from . import schema
+from . import causality, schema
 from .codec import envelope_from_row, row_from_envelope, to_utc
 from .errors import ConcurrencyError, DuplicateEventError, SchemaError, StreamNotFoundError
+from .group import GroupCommit
 from .hashing import HASH_TAG, canonical_tail, compute_hash, field
 from .model import ANY, STREAM_EXISTS, Expected, NewEvent, Snapshot
+from .pgbatch import PreparedAppend, assign, bulk_append_one_trip, insert_params
+from .pgsql import _MODE_ANY, _MODE_EXACT, _MODE_EXISTS, _PG_ALLOCATE, _PG_INSERT, _PG_TIP
 from .registry import PayloadRegistry, default_registry, pack, type_name_of
 from .topics import topic_for
 
 Clock = Callable[[], datetime]
+R = TypeVar("R")
 
 # Hot-path statements built once: building SQLAlchemy expressions per call costs more CPU
 # than the database round trips they make.
@@ -51,72 +55,7 @@ _TIP = (
 _INSERT_EVENTS = insert(schema.events)
 _INSERT_OUTBOX = insert(schema.outbox)
 
-# PostgreSQL + psycopg fast path (docs/event-store.md, "Performance"): the whole append
-# is ONE network round trip, a pipeline of three statements that the server runs in
-# order, each with its own READ COMMITTED snapshot:
-#   1. _PG_ALLOCATE: the head-row UPDATE (the same allocation and lock as _ALLOCATE);
-#   2. _PG_TIP: the stream tip, read after the lock was granted (for the error message);
-#   3. _PG_INSERT: reads the tip again (same lock, so the same answer), checks the expected
-#      version, computes versions, positions and the SHA-256 chain in SQL over the
-#      canonical encoding (the client sends each event's position-independent tail,
-#      hashing.canonical_tail) and inserts the events and their outbox rows.
-# The head-row lock is thus held for the server-side work and the commit only, never
-# across a client round trip. Arrays go in binary format (%b): no client-side quoting.
-_PG_ALLOCATE = (
-    "UPDATE eventlog_head SET last_position = last_position + %(count)s::bigint WHERE id = 1 "
-    "RETURNING last_position"
-)
-_PG_TIP = (
-    "SELECT stream_version, hash FROM eventlog_events WHERE stream_id = %(stream_id)s::text "
-    "ORDER BY stream_version DESC LIMIT 1"
-)
-
-
-def _pg_hash(prev: str, version: str, position: str, tail: str) -> str:
-    """SQL for hashing.compute_hash of one event (``canonical_bytes``, field by field)."""
-
-    def field(text: str) -> str:
-        return f"int8send(octet_length({text})::bigint) || convert_to({text}, 'UTF8')"
-
-    return (
-        f"encode(sha256(%(tag)b::bytea || {field(prev)} || %(stream_field)b::bytea || "
-        f"{field(f'({version})::text')} || {field(f'({position})::text')} || {tail}), 'hex')"
-    )
-
-
-_PG_INSERT = (
-    "WITH RECURSIVE "
-    "tip AS (SELECT coalesce(t.stream_version, 0) AS v, coalesce(t.hash, '') AS h "
-    " FROM (SELECT 1) AS one LEFT JOIN LATERAL (SELECT stream_version, hash"
-    " FROM eventlog_events WHERE stream_id = %(stream_id)s::text"
-    " ORDER BY stream_version DESC LIMIT 1) AS t ON true), "
-    "head AS (SELECT last_position - %(count)s::bigint AS base FROM eventlog_head WHERE id = 1), "
-    "new AS (SELECT * FROM unnest(%(eid)b::text[], %(et)b::text[], %(oa)b::timestamptz[],"
-    " %(caus)b::text[], %(tu)b::text[], %(pl)b::bytea[], %(tail)b::bytea[])"
-    " WITH ORDINALITY AS n(eid, et, oa, caus, tu, pl, tail, ord)), "
-    "chain AS ("
-    " SELECT n.ord, tip.v + 1 AS sv, head.base + 1 AS gp, tip.h AS prev, "
-    + _pg_hash("tip.h", "tip.v + 1", "head.base + 1", "n.tail")
-    + " AS hash FROM tip, head, new AS n WHERE n.ord = 1 AND CASE %(mode)s::int"
-    " WHEN 0 THEN true WHEN 1 THEN tip.v = %(expected)s::bigint ELSE tip.v > 0 END"
-    " UNION ALL"
-    " SELECT n.ord, c.sv + 1, c.gp + 1, c.hash, "
-    + _pg_hash("c.hash", "c.sv + 1", "c.gp + 1", "n.tail")
-    + " FROM chain AS c JOIN new AS n ON n.ord = c.ord + 1), "
-    "ev AS (INSERT INTO eventlog_events (global_position, stream_id, stream_version,"
-    " event_id, event_type, occurred_at, recorded_at, correlation_id, causation_id,"
-    " producer, payload_type_url, payload, prev_hash, hash)"
-    " SELECT c.gp, %(stream_id)s::text, c.sv, n.eid, n.et, n.oa, %(recorded_at)s::timestamptz,"
-    " %(correlation_id)s::text, n.caus, %(producer)s::text, n.tu, n.pl, c.prev, c.hash"
-    " FROM chain AS c JOIN new AS n ON n.ord = c.ord"
-    " RETURNING global_position, stream_version, prev_hash, hash), "
-    "ob AS (INSERT INTO eventlog_outbox (global_position, topic, created_at)"
-    " SELECT global_position, %(topic)s::text, %(recorded_at)s::timestamptz FROM ev"
-    " WHERE %(topic)s::text <> '') "
-    "SELECT global_position, stream_version, prev_hash, hash FROM ev ORDER BY global_position"
-)
-#: ``mode`` of _PG_INSERT's expected-version check.
-_MODE_ANY, _MODE_EXACT, _MODE_EXISTS = 0, 1, 2
+# PostgreSQL fast path of a single append: the SQL lives in .pgsql (one round trip).
 
 
 def utc_now() -> datetime:
@@ -148,6 +87,11 @@ class EventStore:
         self.topic = topic_for(producer) if topic is None else topic
         self.registry = registry or default_registry()
         self._clock = clock
+        #: Group commit of :meth:`transact` / :meth:`append_in_new_tx` (one per store).
+        pg = self._pg_engine()
+        self.group = GroupCommit(engine, lock_first=self._lock_head if pg else None)
+        if pg:
+            self.group.register(PreparedAppend, self._bulk)
 
     # ------------------------------------------------------------------ writes
 
@@ -171,7 +115,11 @@ class EventStore:
 
         Positions are allocated under a lock held until ``conn`` commits: append as late as
         possible in the transaction, and keep the transaction short after it.
+
+        Empty ids default to the bound causal context (:mod:`electric_eventlog.causality`).
         """
+        correlation_id = correlation_id or causality.correlation_id()
+        causation_id = causation_id or causality.causation_id()
         if not events:
             self._check_expected(stream_id, expected_version, self.current_version(conn, stream_id))
             return []
@@ -232,10 +180,13 @@ class EventStore:
         causation_id: str = "",
         occurred_at: datetime | None = None,
     ) -> list[Envelope]:
-        """:meth:`append` in a transaction of its own (committed on return)."""
-        with self.engine.begin() as conn:
-            return self.append(
-                conn,
+        """:meth:`append` committed on return, through group commit (:meth:`transact`):
+        concurrent calls share one transaction; a conflict fails only its own call. On
+        PostgreSQL the events are encoded here, in the caller's thread, and a batch's plain
+        appends are written by one insert (:mod:`.pgbatch`)."""
+        bulk = None
+        if self.group.has_executor(PreparedAppend) and events:
+            bulk = self.prepare(
                 stream_id,
                 expected_version,
                 events,
@@ -243,6 +194,91 @@ class EventStore:
                 causation_id=causation_id,
                 occurred_at=occurred_at,
             )
+        return self.group.run(
+            lambda conn: self.append(
+                conn,
+                stream_id,
+                expected_version,
+                events,
+                correlation_id=correlation_id,
+                causation_id=causation_id,
+                occurred_at=occurred_at,
+            ),
+            bulk=bulk,
+            locks_rows=False,
+        )
+
+    def prepare(
+        self,
+        stream_id: str,
+        expected_version: Expected,
+        events: Sequence[Message | NewEvent],
+        *,
+        correlation_id: str = "",
+        causation_id: str = "",
+        occurred_at: datetime | None = None,
+    ) -> PreparedAppend:
+        """An append encoded ahead (in the caller's thread: causality ids resolved here),
+        for a bulk executor of group commit (:mod:`.pgbatch`)."""
+        correlation_id = correlation_id or causality.correlation_id()
+        causation_id = causation_id or causality.causation_id()
+        envelopes = self._envelopes(stream_id, events, correlation_id, causation_id, occurred_at)
+        return PreparedAppend(stream_id, expected_version, envelopes)
+
+    def bulk_params(
+        self, items: list[PreparedAppend], position: int, tips: dict[str, tuple[int, str]]
+    ) -> tuple[list[object], dict[str, Any]]:
+        """For a caller holding the position lock (``position`` = the head read under it,
+        ``tips`` = stream → (version, hash) read after it): pre-check and number
+        ``items``; per item its envelopes or its error, and the parameters of
+        ``pgbatch.INSERT`` (events, outbox rows, the head row)."""
+        outcomes, cols, last = assign(items, position, tips, self._check_expected)
+        params = insert_params(
+            cols, last=last, recorded_at=self._clock(), producer=self.producer, topic=self.topic
+        )
+        return list(outcomes), params
+
+    @staticmethod
+    def _lock_head(conn: Connection) -> None:
+        conn.exec_driver_sql("SELECT last_position FROM eventlog_head WHERE id = 1 FOR UPDATE")
+
+    def _pg_engine(self) -> bool:
+        dialect = self.engine.dialect
+        return (
+            dialect.driver == "psycopg"
+            and dialect.name == "postgresql"
+            and type(self)._allocate_positions is EventStore._allocate_positions
+        )
+
+    def _bulk(
+        self, conn: Connection, items: list[PreparedAppend], commit: bool
+    ) -> list[object] | None:
+        return cast(
+            "list[object] | None",
+            bulk_append_one_trip(
+                conn,
+                items,
+                producer=self.producer,
+                topic=self.topic,
+                recorded_at=self._clock(),
+                check=self._check_expected,
+                commit=commit,
+            ),
+        )
+
+    def transact(self, work: Callable[[Connection], R], *, bulk: object = None) -> R:
+        """Run ``work(conn)`` — the service's own row writes and its :meth:`append` calls —
+        in a transaction shared with the other units queued meanwhile (group commit,
+        :mod:`.group`), and return its result after the commit. If ``work`` raises, only
+        its own writes are rolled back (a savepoint) and its caller gets the exception;
+        the rest of the batch commits. ``work`` must not open transactions of its own.
+
+        On PostgreSQL the batch takes the position lock BEFORE running the units, so row
+        locks taken by ``work`` are always taken under it: grouped writers (even in other
+        processes) never deadlock. A service should therefore write rows it locks only
+        through ``transact`` (a plain ``engine.begin()`` writer that locks the same rows
+        and then appends could deadlock with a batch; PostgreSQL would abort one)."""
+        return self.group.run(work, bulk=bulk)
 
     def save_snapshot(
         self, conn: Connection, stream_id: str, stream_version: int, state: Message

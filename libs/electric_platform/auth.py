@@ -317,7 +317,8 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
             token_ = _principal.set(principal)
             if principal is not None:
                 structlog.contextvars.bind_contextvars(
-                    principal=f"{principal.role.value}:{principal.subject}"
+                    principal=f"{principal.role.value}:{principal.subject}",
+                    peer_role=principal.role.value,
                 )
             try:
                 yield

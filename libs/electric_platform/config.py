@@ -172,10 +172,39 @@ PAGE_TOKEN_KEY = EnvVar(
     "(page tokens do not survive a restart).",
     per_service=False,
 )
+CHECKPOINT_SIGNING_KEY = EnvVar(
+    "ELECTRIC_CHECKPOINT_SIGNING_KEY",
+    "",
+    "The service's PRIVATE Ed25519 JWK (JSON) that signs its store checkpoints (issue 14; "
+    "electric_roles ['checkpoint'], electric_subjects [<service>]); auditors verify with its "
+    "public half. Set it per service (ELECTRIC_<SVC>_CHECKPOINT_SIGNING_KEY). Unset (and no "
+    "file): a key generated once and kept in {var_dir}/keys/checkpoint-<service>.jwk.json, "
+    "its public JWKS beside it (docs/audit.md).",
+)
+CHECKPOINT_SIGNING_KEY_FILE = EnvVar(
+    "ELECTRIC_CHECKPOINT_SIGNING_KEY_FILE",
+    "",
+    "Path of the service's private checkpoint JWK file, read when "
+    "ELECTRIC_CHECKPOINT_SIGNING_KEY is unset (python -m electric_platform.checkpointing DIR "
+    "writes a set).",
+)
+CHECKPOINT_INTERVAL = EnvVar(
+    "ELECTRIC_CHECKPOINT_INTERVAL_SECONDS",
+    "60",
+    "Seconds between two signed checkpoints of the service's store (chain heads, Merkle "
+    "root) on the electric.checkpoints topic; one more is written at shutdown. 0 = none "
+    "(the store is then not anchored).",
+)
 LOG_LEVEL = EnvVar(
     "ELECTRIC_LOG_LEVEL",
     "INFO",
     "Log level: DEBUG, INFO, WARNING, ERROR.",
+)
+OUTBOX_RETENTION = EnvVar(
+    "ELECTRIC_OUTBOX_RETENTION_HOURS",
+    "24",
+    "Hours a published outbox row is kept before the relay deletes it (on Kafka; the events "
+    "stay). 0 = keep them. Unpublished rows are never deleted.",
 )
 LOG_FORMAT = EnvVar(
     "ELECTRIC_LOG_FORMAT",
@@ -231,6 +260,10 @@ ENV_VARS: tuple[EnvVar, ...] = (
     AUTH_AUDIENCE,
     AUTH_MAX_TOKEN_LIFETIME,
     PAGE_TOKEN_KEY,
+    CHECKPOINT_SIGNING_KEY,
+    CHECKPOINT_SIGNING_KEY_FILE,
+    CHECKPOINT_INTERVAL,
+    OUTBOX_RETENTION,
     LOG_LEVEL,
     LOG_FORMAT,
     SHUTDOWN_GRACE,
@@ -292,6 +325,14 @@ class ServiceConfig:
     auth_audience: str = "electric"
     auth_max_token_lifetime: float = DEFAULT_MAX_TOKEN_LIFETIME
     page_token_key: str = field(default="", repr=False)
+    #: The private checkpoint JWK JSON text ("" = none given inline).
+    checkpoint_signing_key: str = field(default="", repr=False)
+    #: Path of the private checkpoint JWK file ("" = generated under ``var_dir/keys``).
+    checkpoint_signing_key_file: str = ""
+    #: Seconds between checkpoints (0 = no checkpoints).
+    checkpoint_interval: float = 60.0
+    #: Hours a published outbox row is kept (0 = keep them).
+    outbox_retention_hours: float = 24.0
 
     @property
     def uses_kafka(self) -> bool:
@@ -328,6 +369,12 @@ class ServiceConfig:
             "auth_issuer": self.auth_issuer,
             "auth_audience": self.auth_audience,
             "auth_max_token_lifetime": self.auth_max_token_lifetime,
+            "checkpoint_interval": self.checkpoint_interval,
+            "checkpoint_signing_key": (
+                "(inline)"
+                if self.checkpoint_signing_key
+                else self.checkpoint_signing_key_file or "(generated under var_dir/keys)"
+            ),
             "log_level": self.log_level,
             "shutdown_grace_seconds": self.shutdown_grace_seconds,
         }
@@ -425,6 +472,18 @@ def load_config(service: str, environ: Mapping[str, str] | None = None) -> Servi
     if lifetime <= 0:
         raise ConfigError(f"{AUTH_MAX_TOKEN_LIFETIME.name} must be positive")
     page_key = get(PAGE_TOKEN_KEY)
+    try:
+        checkpoint_interval = float(get(CHECKPOINT_INTERVAL))
+    except ValueError:
+        raise ConfigError(f"{CHECKPOINT_INTERVAL.name} must be a number of seconds") from None
+    if not 0 <= checkpoint_interval < float("inf"):  # also refuses nan
+        raise ConfigError(f"{CHECKPOINT_INTERVAL.name} must not be negative (or infinite)")
+    try:
+        outbox_retention = float(get(OUTBOX_RETENTION))
+    except ValueError:
+        raise ConfigError(f"{OUTBOX_RETENTION.name} must be a number of hours") from None
+    if not 0 <= outbox_retention < float("inf"):  # also refuses nan
+        raise ConfigError(f"{OUTBOX_RETENTION.name} must not be negative (or infinite)")
     if page_key and len(page_key) < 32:
         raise ConfigError(f"{PAGE_TOKEN_KEY.name} must be at least 32 characters")
     return ServiceConfig(
@@ -449,6 +508,10 @@ def load_config(service: str, environ: Mapping[str, str] | None = None) -> Servi
         auth_audience=get(AUTH_AUDIENCE),
         auth_max_token_lifetime=lifetime,
         page_token_key=page_key,
+        checkpoint_signing_key=get(CHECKPOINT_SIGNING_KEY),
+        checkpoint_signing_key_file=get(CHECKPOINT_SIGNING_KEY_FILE),
+        checkpoint_interval=checkpoint_interval,
+        outbox_retention_hours=outbox_retention,
     )
 
 

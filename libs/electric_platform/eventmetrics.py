@@ -121,7 +121,7 @@ class EventLogCollector(Collector):
                     try:
                         self.kafka_lag = await self._read_kafka_lag(admin, reader)
                     except Exception:
-                        log.warning("consumer lag poll failed; retrying", exc_info=True)
+                        log.warning("consumer.lag_poll_failed", exc_info=True)
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(stop.wait(), timeout=interval)
             finally:

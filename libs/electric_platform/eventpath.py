@@ -14,6 +14,8 @@
   and the counter ``electric_eventlog_published_total{topic}`` in the host's registry
   (:func:`register_outbox_metrics`; consumer metrics:
   :func:`electric_platform.eventmetrics.watch_consumers`);
+- signed checkpoints of the store (:mod:`electric_platform.checkpointing`): periodic, and
+  one at shutdown after the final relay drain;
 - optionally (``announce=True``) a ``electric.platform.v1.ServiceInstanceStarted`` event.
 
 Handlers then append in one transaction with their own rows::
@@ -32,6 +34,7 @@ import os
 import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 from electric.platform.v1 import events_pb2 as platform_events
@@ -51,6 +54,7 @@ from electric_eventlog.engine import read_only
 from prometheus_client import Gauge
 from sqlalchemy import Engine, MetaData
 
+from electric_platform.checkpointing import open_checkpoints
 from electric_platform.context import new_id
 from electric_platform.eventmetrics import event_metrics
 from electric_platform.metrics import software_version
@@ -138,11 +142,22 @@ async def open_event_path(
             bus = inprocess_bus()
     await bus.start()
     host.on_shutdown(bus.stop)  # flush the producer (runs after the final relay drain)
-    relay = OutboxRelay(engine, bus, topic=store.topic)
+    instance_id = new_id()
+    # Signed checkpoints; the final one runs after the final relay drain, before bus.stop.
+    await open_checkpoints(host, engine, bus, instance_id)
+    # Sent rows are purged after ELECTRIC_OUTBOX_RETENTION_HOURS on Kafka; the in-process bus
+    # is re-seeded from them at start-up (republish_all), so the embedded runner keeps them.
+    keep = cfg.outbox_retention_hours
+    relay = OutboxRelay(
+        engine,
+        bus,
+        topic=store.topic,
+        sent_retention=timedelta(hours=keep) if cfg.uses_kafka and keep > 0 else None,
+    )
     host.add_background("outbox-relay", lambda: relay.run(host.stopping), restart=True)
     host.on_shutdown(relay.drain)
     register_outbox_metrics(host, engine, store.topic, relay)
-    path = EventPath(engine=engine, store=store, bus=bus, relay=relay, instance_id=new_id())
+    path = EventPath(engine=engine, store=store, bus=bus, relay=relay, instance_id=instance_id)
     if announce:
         await asyncio.to_thread(_announce, host, path)
     host.log.info(

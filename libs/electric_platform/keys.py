@@ -343,10 +343,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("directory", help="where to write the keys (created if missing)")
     parser.add_argument("--reuse", action="store_true", help="keep a complete existing set")
+    parser.add_argument(
+        "--checkpoint-keys",
+        action="store_true",
+        help="also a checkpoint signing key per service (checkpoint-<service>.jwk.json, kept "
+        "when present) and its public checkpoint-<service>.jwks.json (docs/audit.md)",
+    )
     args = parser.parse_args(argv)
     files = write_dev_keys(args.directory, reuse=args.reuse)
     for name, value in files.env().items():
         print(f"export {name}={value}")
+    if args.checkpoint_keys:
+        from electric_platform.checkpointing import main as checkpoint_keys
+
+        checkpoint_keys([str(files.directory)])
     print(
         f"# mint: python -m electric_platform.token --key {files.issuer} --sub alice --role player",
         file=sys.stderr,

@@ -22,6 +22,19 @@ woken and at least every ``interval`` seconds, backing off while passes keep fai
 (``electric_platform.retry.backoff_delay``: doubling up to ``max_interval``).
 
 The sync callables run in worker threads (``asyncio.to_thread``), the async ones on the loop.
+
+Parallelism (``parallelism=N``, default 1 = one call at a time, in group order): with N > 1
+a pass runs its groups concurrently, and the calls of a group concurrently when none of
+them is ``blocking``; at most N calls (``perform`` + its bookkeeping) are in flight at
+once. Payout credits prizes this way (issue 16: crediting keeps up with finishing
+tournaments); groups with blocking calls keep their strict order.
+
+Causality: a call may carry ``correlation_id`` and ``causation_id`` (stored with the owed row:
+the correlation id of the decision and the id of the event that owes the call). The runner
+binds them (:func:`electric_eventlog.causality.caused_by`) around ``perform``,
+``record_done``/``record_failure`` and ``settle``, so the gRPC call carries them in its
+metadata, the callee's events record them and every log line shows them; each call logs
+``owed_work.done`` (INFO) or ``owed_work.failed`` (WARNING).
 """
 
 from __future__ import annotations
@@ -33,6 +46,7 @@ from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 import grpc
+from electric_eventlog import causality
 
 from electric_platform.log import get_logger
 from electric_platform.retry import backoff_delay
@@ -57,6 +71,13 @@ class OwedCall(Protocol):
     def blocking(self) -> bool:
         """A failure stops the rest of the group."""
         ...
+
+
+def call_ids(call: object) -> tuple[str, str]:
+    """``(correlation_id, causation_id)`` of an owed call ("" where it has none)."""
+    return str(getattr(call, "correlation_id", "") or ""), str(
+        getattr(call, "causation_id", "") or ""
+    )
 
 
 C = TypeVar("C", bound=OwedCall)
@@ -112,8 +133,16 @@ class OwedWork(Generic[C, R]):
         max_interval: float = 5.0,
         retryable: tuple[type[BaseException], ...] = (grpc.aio.AioRpcError,),
         delay: Callable[[int], float] | None = None,
+        parallelism: int = 1,
     ) -> None:
+        if parallelism < 1:
+            raise ValueError("parallelism must be >= 1")
         self.name = name
+        self.parallelism = parallelism
+        self._slots = asyncio.Semaphore(parallelism)
+        #: Most calls seen in flight at once (for tests and benchmarks).
+        self.peak_in_flight = 0
+        self._in_flight = 0
         self.source = source
         self.interval = interval
         self.retryable = retryable
@@ -128,35 +157,68 @@ class OwedWork(Generic[C, R]):
         lock = self._locks.setdefault(group, asyncio.Lock())
         done, ok = 0, True
         async with lock:
-            for call in await asyncio.to_thread(self.source.pending, group):
-                try:
-                    result = await self.source.perform(call)
-                except self.retryable as err:
-                    ok = False
-                    error = describe_error(err)
-                    log.warning(f"{self.name}.failed", op_id=call.op_id, group=group, error=error)
-                    await asyncio.to_thread(self.source.record_failure, call, error)
-                    if call.blocking:
-                        break  # keep the order: nothing after a failed blocking call
-                    continue
-                if await asyncio.to_thread(self.source.record_done, call, result):
-                    done += 1
-            await self.source.settle(group)
+            settle_ids = ("", "")
+            calls = await asyncio.to_thread(self.source.pending, group)
+            for call in calls:
+                ids = call_ids(call)
+                settle_ids = ids if ids[0] else settle_ids
+            if self.parallelism > 1 and not any(c.blocking for c in calls):
+                results = await asyncio.gather(*(self._call(call, group) for call in calls))
+                done = sum(1 for d, _ in results if d)
+                ok = all(o for _, o in results)
+            else:
+                for call in calls:
+                    did, call_ok = await self._call(call, group)
+                    done += did
+                    if not call_ok:
+                        ok = False
+                        if call.blocking:
+                            break  # keep the order: nothing after a failed blocking call
+            with causality.caused_by(*settle_ids):
+                await self.source.settle(group)
         if len(self._locks) > 1000:  # forget the idle locks of finished groups
             for key in [k for k, v in self._locks.items() if not v.locked()]:
                 self._locks.pop(key, None)
         return GroupOutcome(done, ok)
+
+    async def _call(self, call: C, group: str) -> tuple[bool, bool]:
+        """Perform one call and record it: (marked done by this run, succeeded)."""
+        with causality.caused_by(*call_ids(call)):
+            async with self._slots:
+                self._in_flight += 1
+                self.peak_in_flight = max(self.peak_in_flight, self._in_flight)
+                try:
+                    try:
+                        result = await self.source.perform(call)
+                    except self.retryable as err:
+                        error = describe_error(err)
+                        log.warning(
+                            "owed_work.failed",
+                            work=self.name,
+                            op_id=call.op_id,
+                            group=group,
+                            error=error,
+                        )
+                        await asyncio.to_thread(self.source.record_failure, call, error)
+                        return False, False
+                    if await asyncio.to_thread(self.source.record_done, call, result):
+                        log.info("owed_work.done", work=self.name, op_id=call.op_id, group=group)
+                        return True, True
+                    return False, True
+                finally:
+                    self._in_flight -= 1
 
     async def run_pass(self) -> GroupOutcome:
         """One pass over every group with owed calls or waiting to settle."""
         await self.source.before_pass()
         groups = {c.group for c in await asyncio.to_thread(self.source.pending, None)}
         groups.update(await asyncio.to_thread(lambda: list(self.source.groups_waiting())))
-        done, ok = 0, True
-        for group in sorted(groups):
-            outcome = await self.run_group(group)
-            done += outcome.done
-            ok = ok and outcome.ok
+        if self.parallelism > 1:
+            outcomes = await asyncio.gather(*(self.run_group(g) for g in sorted(groups)))
+        else:
+            outcomes = [await self.run_group(g) for g in sorted(groups)]
+        done = sum(o.done for o in outcomes)
+        ok = all(o.ok for o in outcomes)
         await self.source.after_pass()
         return GroupOutcome(done, ok)
 
@@ -169,7 +231,7 @@ class OwedWork(Generic[C, R]):
                 ok = outcome.ok
             except self.retryable as err:
                 ok = False
-                log.warning(f"{self.name}.pass_failed", error=describe_error(err))
+                log.warning("owed_work.pass_failed", work=self.name, error=describe_error(err))
             self._failed_passes = 0 if ok else self._failed_passes + 1
             waiters = [asyncio.ensure_future(self.wake.wait()), asyncio.ensure_future(stop.wait())]
             try:

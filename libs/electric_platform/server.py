@@ -33,6 +33,7 @@ import contextlib
 import inspect
 import signal
 import sys
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from electric_platform.auth import DEFAULT_EXEMPT_PREFIXES, AuthInterceptor, token_policy
 from electric_platform.config import ConfigError, ServiceConfig, load_config
 from electric_platform.context import (
+    CAUSATION_ID_KEY,
     CORRELATION_ID_KEY,
     REQUEST_ID_KEY,
     bind_ids,
@@ -60,6 +62,7 @@ from electric_platform.rpc import (
     Context,
     HandlerCallDetails,
     RpcHandler,
+    method_kind,
     split_method,
     wrap_handler,
 )
@@ -90,11 +93,18 @@ def _metadata_value(metadata: Any, key: str) -> str:
     return ""
 
 
-class ContextInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
-    """Binds request/correlation ids (from metadata, generated if absent) and log context.
+#: Methods whose access line is logged at DEBUG (probes call them every few seconds).
+QUIET_PREFIXES = ("/grpc.health.v1.Health/",)
 
-    Logs one ``rpc.failed`` line per call that ends with an unexpected status (UNKNOWN,
-    INTERNAL, UNAVAILABLE, …) and, at DEBUG, ``rpc.completed`` for every call.
+
+class ContextInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
+    """Binds request/correlation/causation ids (from metadata, generated if absent) and log
+    context, and writes the access line of every call.
+
+    The access line is ``rpc.completed`` at INFO (DEBUG for health checks) with the method,
+    status code, duration, call kind, peer role and the ids (docs/logging.md). A call that
+    ends with a server-fault status (UNKNOWN, INTERNAL, UNAVAILABLE, …) also logs
+    ``rpc.failed`` at ERROR, with the traceback of an unexpected exception.
     """
 
     def __init__(self, service: str) -> None:
@@ -112,18 +122,21 @@ class ContextInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
         md = handler_call_details.invocation_metadata
         full = handler_call_details.method
         svc, method = split_method(full)
+        kind = method_kind(handler)
         log = self._log
+        quiet = full.startswith(QUIET_PREFIXES)
 
         @contextlib.asynccontextmanager
         async def around(context: Context) -> AsyncIterator[None]:
+            started = time.perf_counter()
             request = _metadata_value(md, REQUEST_ID_KEY) or new_id()
             correlation = _metadata_value(md, CORRELATION_ID_KEY) or request
-            bind_ids(request, correlation)
+            causation = _metadata_value(md, CAUSATION_ID_KEY) or request
+            bind_ids(request, correlation, causation)
+            # correlation_id / causation_id come from the causal context (log.add_ids), so a
+            # step inside the call that binds its own cause (owed work) logs that cause.
             structlog.contextvars.bind_contextvars(
-                service=self._service,
-                request_id=request,
-                correlation_id=correlation,
-                rpc=full,
+                service=self._service, request_id=request, rpc=full
             )
             error: BaseException | None = None
             try:
@@ -133,18 +146,27 @@ class ContextInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
                 raise
             finally:
                 code = status_of(context, error)
+                fields = {
+                    "grpc_service": svc,
+                    "grpc_method": method,
+                    "kind": kind,
+                    "code": code.name,
+                    "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+                    "peer_role": structlog.contextvars.get_contextvars().get(
+                        "peer_role", "anonymous"
+                    ),
+                    "request_id": request,
+                    "correlation_id": correlation,
+                }
                 if code not in _EXPECTED:
                     log.error(
                         "rpc.failed",
-                        grpc_service=svc,
-                        grpc_method=method,
-                        code=code.name,
+                        **fields,
                         exc_info=error
                         if error and code in (grpc.StatusCode.UNKNOWN, grpc.StatusCode.INTERNAL)
                         else None,
                     )
-                else:
-                    log.debug("rpc.completed", grpc_method=method, code=code.name)
+                (log.debug if quiet else log.info)("rpc.completed", **fields)
 
         return wrap_handler(handler, around)
 
@@ -222,6 +244,8 @@ class ServiceHost:
         exit code 1 (a dead task must not go unnoticed).
         """
         self._background.append((name, fn, restart))
+        if restart:  # present at 0 from the start, so increase() sees the first restart
+            self.metrics.background_restarts.labels(task=name)
 
     @property
     def stopping(self) -> asyncio.Event:

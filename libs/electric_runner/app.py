@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from electric_bots.casino_runner import CasinoRunner, CasinoRunnerConfig
 from electric_bots.runner import DEFAULT_MIX, BotRunner, BotRunnerConfig, Targets, parse_mix
 from electric_eventlog import EventBus
 from electric_platform.auth import Role, TokenSource
@@ -131,6 +132,9 @@ class RunnerOptions:
     log_file: str = ""
     entries: int = 1
     mix: tuple[tuple[str, int], ...] = DEFAULT_MIX
+    #: Casino bots beside the poker bots: THB (each at a private table) and UTH (one table).
+    thb_bots: int = 4
+    uth_bots: int = 6
 
 
 def parse_args(argv: Sequence[str] | None) -> RunnerOptions:
@@ -159,6 +163,13 @@ def parse_args(argv: Sequence[str] | None) -> RunnerOptions:
     parser.add_argument(
         "--entries", type=int, default=1, help="entries per bot registration (1-10); 1"
     )
+    parser.add_argument("--thb-bots", type=int, default=4, help="THB casino bots (0 = none); 4")
+    parser.add_argument(
+        "--uth-bots",
+        type=int,
+        default=6,
+        help="UTH casino bots at table uth-1, one in eight never decides (0 = none); 6",
+    )
     parser.add_argument(
         "--log-file",
         default="",
@@ -169,6 +180,8 @@ def parse_args(argv: Sequence[str] | None) -> RunnerOptions:
         mix = parse_mix(ns.mix) if ns.mix else DEFAULT_MIX
     except ValueError as exc:
         parser.error(str(exc))
+    if ns.thb_bots < 0 or ns.uth_bots < 0:
+        parser.error("--thb-bots/--uth-bots must be >= 0")
     if ns.bots < 0 or ns.think < 0 or ns.refresh <= 0 or not 1 <= ns.entries <= 10:
         parser.error("--bots/--think must be >= 0, --refresh > 0, --entries 1..10")
     return RunnerOptions(
@@ -180,6 +193,8 @@ def parse_args(argv: Sequence[str] | None) -> RunnerOptions:
         log_file=ns.log_file,
         entries=ns.entries,
         mix=mix,
+        thb_bots=ns.thb_bots,
+        uth_bots=ns.uth_bots,
     )
 
 
@@ -245,8 +260,22 @@ class Screen:
         self.out.flush()
 
 
+def _casino_line(casino: CasinoRunner) -> str:
+    s = casino.stats
+    timeouts = sum(sum(t.timeouts.values()) for t in s.games.values())
+    return (
+        f"casino bots  {len(casino.assignments)} playing  results acknowledged {s.acks}"
+        f"  timeouts {timeouts}  retries {s.retries}  errors {s.errors}"
+    )
+
+
 async def _summary_loop(
-    figures: Figures, runner: BotRunner | None, screen: Screen, every: float, stop: asyncio.Event
+    figures: Figures,
+    runner: BotRunner | None,
+    screen: Screen,
+    every: float,
+    stop: asyncio.Event,
+    casino: CasinoRunner | None = None,
 ) -> None:
     started = time.monotonic()
     while not stop.is_set():
@@ -260,7 +289,10 @@ async def _summary_loop(
             )
             if s.unimplemented:
                 extra += f"  (UNIMPLEMENTED answers: {s.unimplemented})"
-        screen.show(render(figures, extra=extra))
+        lines = render(figures, extra=extra)
+        if casino is not None:
+            lines.append(_casino_line(casino))
+        screen.show(lines)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), timeout=every)
 
@@ -285,9 +317,10 @@ async def run(options: RunnerOptions, environ: Mapping[str, str] | None = None) 
     screen = Screen(sys.stdout)
     tasks: list[asyncio.Task[object]] = []
     runner: BotRunner | None = None
+    casino: CasinoRunner | None = None
 
     def ready(started: Sequence[ServiceHost]) -> None:
-        nonlocal runner
+        nonlocal runner, casino
         by_name = {h.name: h for h in started}
         ordered = [by_name[name] for name in SERVICES]
         print("\n".join(header(ordered, first, log_target, issuer_path)), flush=True)
@@ -315,8 +348,27 @@ async def run(options: RunnerOptions, environ: Mapping[str, str] | None = None) 
             )
             runner.stop = stop
             tasks.append(asyncio.create_task(runner.run()))
+        if options.thb_bots or options.uth_bots:
+            casino = CasinoRunner(
+                CasinoRunnerConfig(
+                    targets=Targets(
+                        registration=f"127.0.0.1:{by_name['registration'].grpc_port}",
+                        table=f"127.0.0.1:{by_name['table'].grpc_port}",
+                        wallet=wallet_target,
+                    ),
+                    key=issuer_key,
+                    thb_bots=options.thb_bots,
+                    uth_bots=options.uth_bots,
+                    never_every=4,
+                    duration=options.duration,
+                )
+            )
+            tasks.append(asyncio.create_task(casino.run()))
+            tasks.append(asyncio.create_task(_propagate(stop, casino.stop)))
         tasks.append(
-            asyncio.create_task(_summary_loop(figures, runner, screen, options.refresh, stop))
+            asyncio.create_task(
+                _summary_loop(figures, runner, screen, options.refresh, stop, casino)
+            )
         )
         tasks.append(asyncio.create_task(_stop_with(started, stop)))
 
@@ -351,6 +403,12 @@ def _kafka_bus(cfg: ServiceConfig) -> EventBus:
         client_id="electric-runner-summary",
         namespace=cfg.kafka_namespace,
     )
+
+
+async def _propagate(stop: asyncio.Event, casino_stop: asyncio.Event) -> None:
+    """The casino bots stop with the platform (their own end does not stop it)."""
+    await stop.wait()
+    casino_stop.set()
 
 
 async def _stop_with(hosts: Sequence[ServiceHost], stop: asyncio.Event) -> None:

@@ -25,6 +25,8 @@ from electric_eventlog import EventBus, ReceivedMessage, decode_envelope, topic_
 from electric_platform.auth import TokenSource
 from electric_platform.context import outgoing_metadata
 
+from electric_runner.casino_summary import CasinoFigures, render_casino
+
 #: Topics the summary reads.
 TOPICS: tuple[str, ...] = (topic_for("registration"), topic_for("table"), topic_for("payout"))
 
@@ -57,6 +59,8 @@ class Figures:
     #: Monotonic times of the TournamentFinished events seen (for the rate).
     finished_at: list[float] = field(default_factory=list)
     started_monotonic: float = field(default_factory=time.monotonic)
+    #: Casino rounds per game (THB, UTH): rate, handle, house win, observed vs exact RTP.
+    casino: CasinoFigures = field(default_factory=CasinoFigures)
 
     @property
     def running(self) -> int:
@@ -73,6 +77,8 @@ class Figures:
     def apply(self, envelope: Envelope) -> None:
         """Fold one event into the figures (unknown types are ignored)."""
         kind = envelope.event_type
+        if self.casino.apply(envelope):
+            return
         if kind == _TOURNAMENT_STARTED:
             started = registration_events.TournamentStarted()
             envelope.payload.Unpack(started)
@@ -123,6 +129,7 @@ def render(figures: Figures, *, extra: str = "") -> list[str]:
         f"  prize reserve {usd(figures.prize_reserve_cents)}"
         f"  prizes credited {figures.prizes_credited} ({usd(figures.prizes_credited_cents)})",
     ]
+    lines += render_casino(figures.casino)
     if extra:
         lines.append(extra)
     return lines

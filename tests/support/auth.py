@@ -59,3 +59,18 @@ def write_keys(directory: Path) -> DevKeyFiles:
     files = write_dev_keys(directory, KEYS)
     files.jwks.write_text(KEYSET.to_json() + "\n", encoding="utf-8")
     return files
+
+
+def checkpoint_keys_env(directory: Path) -> dict[str, str]:
+    """Write a checkpoint signing key per service into ``directory`` (kept when present;
+    public ``checkpoint-<service>.jwks.json`` beside each, for ``electric-audit verify
+    --checkpoint-keys DIR``); the variables that make the service processes use them."""
+    from electric_platform.checkpointing import ensure_checkpoint_key, key_paths
+
+    env: dict[str, str] = {}
+    for name in KEYS.services:
+        ensure_checkpoint_key(directory, name)
+        env[f"ELECTRIC_{name.upper()}_CHECKPOINT_SIGNING_KEY_FILE"] = str(
+            key_paths(directory, name)[0]
+        )
+    return env

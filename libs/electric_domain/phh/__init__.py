@@ -18,7 +18,8 @@ big blind for ``p1``, ``p2``; heads-up they are posted in reverse (the button ``
 small blind, ``p1`` the big blind) as the standard says. Straddles are not supported.
 
 Actions: ``d dh pK CARDS`` (hole cards, ``??`` unknown), ``d db CARDS`` (board), ``pK f``
-(fold), ``pK cc`` (check or call), ``pK cbr X`` (bet or raise TO ``X``), ``pK sm [CARDS]``
+(fold; also with nothing to call, as our tables and pokerkit allow), ``pK cc`` (check or
+call), ``pK cbr X`` (bet or raise TO ``X``), ``pK sm [CARDS]``
 (show, or muck when no cards). A hand whose actions stop at the showdown is finished by the
 house rule (show what can win, muck what cannot); hands whose outcome depends on ``????``
 cards fail with an error.

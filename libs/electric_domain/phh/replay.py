@@ -29,7 +29,12 @@ from electric_domain.holdem.commands import (
     RaiseTo,
     Show,
 )
-from electric_domain.holdem.engine import _can_muck, initial_state, step_in_place
+from electric_domain.holdem.engine import (
+    _can_muck,
+    initial_state,
+    step_fold_anyway,
+    step_in_place,
+)
 from electric_domain.holdem.events import Event, HandStarted
 from electric_domain.holdem.state import CommandRejected, HandConfig, HandState, Phase
 from electric_domain.phh.parse import PhhError, PhhHand, iter_hands
@@ -296,7 +301,13 @@ def replay_fields(
                 if type(cmd) is Show and state.shown[cmd.player]:
                     _check_exposed(state, cmd)
                     continue
-                events = step_in_place(state, cmd)
+                if type(cmd) is Fold and max(state.bets) <= state.bets[cmd.player]:
+                    # A fold with nothing to call: our tables allow it (seed 000, fold is
+                    # always offered) and pokerkit replays it (with a warning); the engine's
+                    # own rule refuses it, so it goes through the table-rule entry point.
+                    state, events = step_fold_anyway(state, cmd.player)
+                else:
+                    events = step_in_place(state, cmd)
             except (CommandRejected, PhhError, ValueError) as exc:
                 reason = exc.reason if isinstance(exc, CommandRejected) else str(exc)
                 raise PhhError(f"action {k} {action!r}: {reason}") from exc

@@ -21,6 +21,10 @@ cash with the idempotency key ``prize-<table>-<place>-<player>`` as owed work
 (``electric_platform.owed_work``); after the wallet answered, one transaction marks the
 prize ``credited`` (only if it still was ``awarded``) and appends PrizeCredited. A crash in
 between repeats the wallet call, which the wallet answers as a replay: one transfer.
+Credits run concurrently (``CREDIT_PARALLELISM`` calls in flight; issue 16), and the
+"credited" transaction goes through the store's group commit (``EventStore.transact``), so
+concurrent credits share commits; the finish-to-credit lag is the
+``electric_payout_finish_to_credit_seconds`` histogram (metrics.py).
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ from electric_domain.payout import (
     settle,
 )
 from electric_domain.tournament import TournamentConfig
-from electric_eventlog import ANY, NO_STREAM, EventStore, utc_now
+from electric_eventlog import ANY, NO_STREAM, EventStore, causality, utc_now
 from electric_platform.owed_work import OwedWork
 from google.protobuf.message import Message
 from sqlalchemy import Connection, Engine
@@ -172,6 +176,7 @@ class Payouts:
             finished=finished.SerializeToString(),
             source_event_id=envelope.event_id,
             at=utc_now(),
+            correlation_id=envelope.correlation_id,
         )
         return self.decide(conn, table_id, correlation_id=envelope.correlation_id)
 
@@ -198,7 +203,7 @@ class Payouts:
             result_multiplier=finished.multiplier,
         )
         now = utc_now()
-        correlation = correlation_id or table_id
+        correlation = correlation_id or result.correlation_id or table_id
         if isinstance(outcome, Held):
             failed = payout_events.PrizeCheckFailed(
                 tournament_id=table_id,
@@ -295,7 +300,7 @@ class Payouts:
         out: list[Decision] = []
         for table_id in ids:
             with self.engine.begin() as conn:
-                decision = self.decide(conn, table_id, correlation_id=table_id)
+                decision = self.decide(conn, table_id, correlation_id="")
             if decision is not None:
                 out.append(decision)
         return out
@@ -307,10 +312,25 @@ class Payouts:
         with self.engine.connect() as conn:
             return repo.owed_credits(conn, table_id)
 
+    def award_causes(self, table_ids: Iterable[str]) -> dict[tuple[str, int, str], Envelope]:
+        """The PrizeAwarded envelope of each ``(table, place, player)`` of ``table_ids``: the
+        event that owes the credit (its id and correlation id travel with the wallet call)."""
+        out: dict[tuple[str, int, str], Envelope] = {}
+        with self.engine.connect() as conn:
+            for table_id in set(table_ids):
+                for envelope in self.store.read_stream(conn, payout_stream(table_id)):
+                    if envelope.event_type != payout_events.PrizeAwarded.DESCRIPTOR.full_name:
+                        continue
+                    award = payout_events.PrizeAwarded()
+                    envelope.payload.Unpack(award)
+                    out[(table_id, award.place, award.player_id)] = envelope
+        return out
+
     def mark_credited(self, credit: repo.OwedCredit, transfer_id: str) -> bool:
         """awarded → credited with PrizeCredited, once. True when this call did it."""
         now = utc_now()
-        with self.engine.begin() as conn:
+
+        def work(conn: Connection) -> bool:
             if not repo.mark_credited(
                 conn, credit.table_id, credit.place, credit.player_id, transfer_id, now
             ):
@@ -329,11 +349,16 @@ class Payouts:
                         idempotency_key=credit.transfer_key,
                     )
                 ],
-                correlation_id=credit.table_id,
-                causation_id=credit.transfer_key,
+                # The owed-work runner binds the award's ids (PrizeCredit); the table id and
+                # the transfer key only stand in for a credit run outside it.
+                correlation_id=causality.correlation_id() or credit.table_id,
+                causation_id=causality.causation_id() or credit.transfer_key,
                 occurred_at=now,
             )
             return True
+
+        # Group commit: concurrent credits of this process share one transaction/commit.
+        return self.store.transact(work)
 
     def note_failure(self, credit: repo.OwedCredit, error: str) -> None:
         """Count a failed credit attempt."""
@@ -347,6 +372,10 @@ class PrizeCredit:
 
     credit: repo.OwedCredit
     blocking: bool = False
+    #: Correlation id of the award (the tournament's), bound while the credit runs.
+    correlation_id: str = ""
+    #: Id of the PrizeAwarded that owes the credit.
+    causation_id: str = ""
 
     @property
     def op_id(self) -> str:
@@ -355,6 +384,10 @@ class PrizeCredit:
     @property
     def group(self) -> str:
         return self.credit.table_id
+
+
+#: Wallet credit calls in flight at once (bounded: the wallet's group commit batches them).
+CREDIT_PARALLELISM = 16
 
 
 class Crediter:
@@ -368,12 +401,15 @@ class Crediter:
         *,
         interval: float = 1.0,
         metrics: PayoutMetrics | None = None,
+        parallelism: int = CREDIT_PARALLELISM,
     ) -> None:
         self.metrics = metrics or PayoutMetrics()
         self.payouts = payouts
         self.wallet = wallet
+        # Credits of different prizes are independent (each has its own idempotency key):
+        # up to ``parallelism`` wallet calls in flight, across tournaments and within one.
         self.work: OwedWork[PrizeCredit, wallet_pb2.Transfer] = OwedWork(
-            "prize_credit", self, interval=interval
+            "prize_credit", self, interval=interval, parallelism=parallelism
         )
         #: Set to make the background loop pass now (after an award).
         self.wake = self.work.wake
@@ -397,7 +433,14 @@ class Crediter:
     # ------------------------------------------------------------------ OwedWorkSource
 
     def pending(self, group: str | None) -> list[PrizeCredit]:
-        return [PrizeCredit(c) for c in self.payouts.owed_credits(group)]
+        credits = self.payouts.owed_credits(group)
+        causes = self.payouts.award_causes(c.table_id for c in credits)
+        out = []
+        for c in credits:
+            cause = causes.get((c.table_id, c.place, c.player_id))
+            ids = (cause.correlation_id, cause.event_id) if cause is not None else ("", "")
+            out.append(PrizeCredit(c, correlation_id=ids[0], causation_id=ids[1]))
+        return out
 
     def groups_waiting(self) -> Iterable[str]:
         return ()
@@ -410,8 +453,7 @@ class Crediter:
         c = call.credit
         if not self.payouts.mark_credited(c, result.spec.transfer_id or c.transfer_key):
             return False
-        self.metrics.credited.inc()
-        self.metrics.credited_cents.inc(c.amount_cents)
+        self.metrics.prize_credited(c.table_id, c.amount_cents)
         return True
 
     def record_failure(self, call: PrizeCredit, error: str) -> None:

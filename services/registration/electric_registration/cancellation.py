@@ -82,7 +82,7 @@ def cancel_table(
             ],
             cancelled_by=cancelled_by,
         )
-        version = streams.append(
+        [stored] = streams.append_stored(
             store,
             conn,
             table_id,
@@ -91,6 +91,7 @@ def cancel_table(
             correlation_id=correlation_id,
             at=now,
         )
+        version = stored.stream_version
         players = repo.table_players(conn, [table_id])
         seating.mark_cancelled(conn, table_id, reason=text, stream_version=version, at=now)
         wallet_ops.cancel_pending(conn, table_id)
@@ -98,7 +99,10 @@ def cancel_table(
             [(e.entry_id, e.wallet_transfer_id, e.player_id) for e in entries],
             buy_in_cents=tier.buy_in_cents,
         ):
-            wallet_ops.add(conn, fill.owed_op(table_id, op), now)
+            owed = fill.owed_op(
+                table_id, op, correlation_id=stored.correlation_id, causation_id=stored.event_id
+            )
+            wallet_ops.add(conn, owed, now)
         if tiers.active(conn, tier.tier_id) and seating.open_table_count(conn, tier.tier_id) == 0:
             handlers.open_table(conn, store, config, tier, correlation_id=correlation_id, at=now)
     return Cancelled(table_id, True, text, players)

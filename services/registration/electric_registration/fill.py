@@ -33,8 +33,11 @@ ACCOUNT_IDS = {
 }
 
 
-def owed_op(table_id: str, op: lobby.WalletOp) -> wallet_ops.OwedOp:
-    """A lobby wallet op as the row that owes it."""
+def owed_op(
+    table_id: str, op: lobby.WalletOp, *, correlation_id: str = "", causation_id: str = ""
+) -> wallet_ops.OwedOp:
+    """A lobby wallet op as the row that owes it (with the causality of the decision: its
+    correlation id and the id of the event that owes the op)."""
     return wallet_ops.OwedOp(
         op_id=op.op_id,
         table_id=table_id,
@@ -47,6 +50,8 @@ def owed_op(table_id: str, op: lobby.WalletOp) -> wallet_ops.OwedOp:
         to_account=op.player_id if op.kind is lobby.OpKind.UNWIND else ACCOUNT_IDS[op.target],
         amount_cents=op.amount_cents,
         code=op.code,
+        correlation_id=correlation_id,
+        causation_id=causation_id,
     )
 
 
@@ -120,9 +125,10 @@ def fill_table(
         prize_pool=usd(pool),
         paytable_version=config.version,
     )
-    version = streams.append(
+    [stored] = streams.append_stored(
         store, conn, table_id, table.stream_version, [filled], correlation_id=correlation_id, at=now
     )
+    version = stored.stream_version
     started = events_pb2.TournamentStarted(
         tournament_id=table_id,
         table_id=table_id,
@@ -161,5 +167,8 @@ def fill_table(
         buy_in_cents=tier.buy_in_cents,
         rake_cents=tier.rake_cents,
     ):
-        wallet_ops.add(conn, owed_op(table_id, op), utc_now())
+        owed = owed_op(
+            table_id, op, correlation_id=stored.correlation_id, causation_id=stored.event_id
+        )
+        wallet_ops.add(conn, owed, utc_now())
     return draw.multiplier

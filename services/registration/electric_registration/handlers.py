@@ -336,11 +336,13 @@ def seat_entries(
 
 
 def start_if_paid(
-    engine: Engine, store: EventStore, table_id: str, *, correlation_id: str
+    engine: Engine, store: EventStore, table_id: str, *, correlation_id: str = ""
 ) -> set[str] | None:
     """Append the prepared TournamentStarted once every buy-in of the filled table is posted
     and split (exactly once: the status moves filled → running in the same transaction).
-    Returns the players to notify, or None when nothing happened."""
+    It is caused by the TableFilled that owed the buy-ins and keeps its correlation id (the
+    Register that filled the table); ``correlation_id`` is the fallback for a table without
+    recorded causality. Returns the players to notify, or None when nothing happened."""
     with engine.begin() as conn:
         table = seating.get_table(conn, table_id, lock=True)
         if table is None or table.tournament_started is None or table.started_at is not None:
@@ -351,13 +353,15 @@ def start_if_paid(
             return None
         started = events_pb2.TournamentStarted.FromString(table.tournament_started)
         now = utc_now()
+        correlation, causation = wallet_ops.causal_ids(conn, table_id)
         version = _append(
             store,
             conn,
             table_id,
             table.stream_version,
             [started],
-            correlation_id=correlation_id,
+            correlation_id=correlation or correlation_id,
+            causation_id=causation,
             at=now,
         )
         status = "running" if table.status == "filled" else table.status
@@ -425,7 +429,7 @@ def unregister(
             request_id=request_id,
             players_registered=count,
         )
-        version = _append(
+        [stored] = streams.append_stored(
             store,
             conn,
             table.table_id,
@@ -434,9 +438,13 @@ def unregister(
             correlation_id=correlation_id,
             at=now,
         )
+        version = stored.stream_version
         seating.set_progress(conn, table.table_id, players=count, stream_version=version)
         void = lobby.withdrawal(row.entry_id, row.wallet_transfer_id)
-        wallet_ops.add(conn, fill.owed_op(table.table_id, void), now)
+        owed = fill.owed_op(
+            table.table_id, void, correlation_id=stored.correlation_id, causation_id=stored.event_id
+        )
+        wallet_ops.add(conn, owed, now)
         players = repo.table_players(conn, [table.table_id]) | {row.player_id}
         [entry] = repo.entries_by_id(conn, [row.entry_id])
     return Unregistered(entry, players, changed=True)

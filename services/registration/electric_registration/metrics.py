@@ -1,7 +1,8 @@
 """Registration's business metrics (in the service's own Prometheus registry).
 
 - ``electric_registration_entries_total{tier}`` (counter): entries bought (not replays);
-- ``electric_registration_unregistrations_total{tier}`` (counter);
+- ``electric_registration_unregistrations_total{tier}`` (counter); both start at 0 for every
+  configured tier;
 - ``electric_registration_tables_filled_total{tier, multiplier}`` (counter): the observed
   multiplier draws, to alert on a skew against the pay table (every tier × multiplier of the
   configuration starts at 0, so ``increase()`` also sees the first draw of a rare one);
@@ -112,8 +113,12 @@ class RegistrationMetrics:
         self._registry = registry
 
     def configure(self, config: TournamentConfig) -> None:
-        """Publish the pay table's probabilities and start every draw counter at 0."""
+        """Publish the pay table's probabilities and start every draw, entry and
+        unregistration counter at 0 (so ``increase()`` sees the first of each)."""
         pay_table = config.pay_table
+        for tier in config.buy_ins:
+            self.entries.labels(tier_id_for(tier.buy_in_cents))
+            self.unregistrations.labels(tier_id_for(tier.buy_in_cents))
         for entry in pay_table.entries:
             label = str(entry.multiplier)
             self.configured_probability.labels(label).set(entry.weight / pay_table.weight_total)

@@ -72,8 +72,7 @@ def update_settings(
             player_stream(player_id),
             current.version if current.version > 0 else NO_STREAM,
             [changed_event(new)],
-            correlation_id=correlation_id,
-            causation_id=correlation_id,
+            correlation_id=correlation_id,  # the causation: the bound request id
             occurred_at=now,
         )
         store_settings.save(conn, new, now)

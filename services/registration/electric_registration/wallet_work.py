@@ -71,6 +71,16 @@ class WalletCall:
         return self.op.table_id
 
     @property
+    def correlation_id(self) -> str:
+        """Correlation id of the decision that owes the op (bound while it runs)."""
+        return self.op.correlation_id
+
+    @property
+    def causation_id(self) -> str:
+        """Id of the event that owes the op: the wallet records it as the transfer's cause."""
+        return self.op.causation_id
+
+    @property
     def blocking(self) -> bool:
         # Nothing may leave the escrow before the buy-in is posted; a void or an unwind is
         # independent of the table's other entries.
@@ -171,7 +181,7 @@ class WalletWork:
                 reason=cancellation.BUY_IN_FAILED,
                 detail=f"buy-in {op.transfer_id} could not be posted ({error})",
                 cancelled_by="registration",
-                correlation_id=op.table_id,
+                correlation_id=op.correlation_id or op.table_id,
             )
         except Exception:
             log.exception("table.cancel_failed", table_id=op.table_id)

@@ -22,7 +22,13 @@ from electric_table.consumers import SOURCE_TOPIC, tournament_worker
 from electric_table.driver import TableDriver
 from electric_table.handlers import DEFAULT_HAND_PAUSE_MS, HAND_PAUSE_ENV, TableHandlers
 from electric_table.metrics import TableMetrics
-from electric_table.runtime import TableManager
+from electric_table.ownership import (
+    PARTITIONS,
+    PartitionOwnership,
+    own_by_partitions,
+    ownership_mode,
+)
+from electric_table.runtime import FINISHED_RETENTION_S, TableManager
 from electric_table.store.tables import VERSIONS_DIR, metadata
 
 SERVICE = "table"
@@ -33,6 +39,8 @@ CONSUMER_GROUP_ENV = "ELECTRIC_TABLE_CONSUMER_GROUP"
 
 #: The live manager of each started host (tests and the embedded runner look tables up here).
 MANAGERS: dict[int, TableManager] = {}
+#: The partition ownership of each host started with ``ELECTRIC_TABLE_OWNERSHIP=partitions``.
+OWNERSHIPS: dict[int, PartitionOwnership] = {}
 
 
 def hand_pause_ms(environ: Mapping[str, str] | None = None) -> int:
@@ -63,8 +71,27 @@ def watch_start_wait_s(environ: Mapping[str, str] | None = None) -> float:
     return value / 1000
 
 
-def make_setup(*, pause_ms: int | None = None) -> Callable[[ServiceHost], Awaitable[None]]:
-    """A setup function with an explicit hand pause (default: from the environment)."""
+#: How long a finished table stays in memory before it is released (milliseconds).
+FINISHED_RETENTION_ENV = "ELECTRIC_TABLE_FINISHED_RETENTION_MS"
+
+
+def finished_retention_s(environ: Mapping[str, str] | None = None) -> float:
+    """``ELECTRIC_TABLE_FINISHED_RETENTION_MS`` in seconds (default 60 s)."""
+    env = os.environ if environ is None else environ
+    text = env.get(FINISHED_RETENTION_ENV, "").strip()
+    if not text:
+        return FINISHED_RETENTION_S
+    value = int(text)
+    if value < 0:
+        raise ValueError(f"{FINISHED_RETENTION_ENV} must be >= 0, got {value}")
+    return value / 1000
+
+
+def make_setup(
+    *, pause_ms: int | None = None, ownership: str | None = None
+) -> Callable[[ServiceHost], Awaitable[None]]:
+    """A setup function with an explicit hand pause and ownership mode (default: from the
+    environment, ``ELECTRIC_TABLE_HAND_PAUSE_MS`` / ``ELECTRIC_TABLE_OWNERSHIP``)."""
 
     async def setup_with(host: ServiceHost) -> None:
         path = await open_event_path(
@@ -75,18 +102,22 @@ def make_setup(*, pause_ms: int | None = None) -> Callable[[ServiceHost], Awaita
             path.store,
             stopping=host.stopping,
             metrics=TableMetrics(host.metrics.registry),
+            finished_retention_s=finished_retention_s(),
         )
         handlers = TableHandlers(
             manager, hand_pause_ms=hand_pause_ms() if pause_ms is None else pause_ms
         )
         manager.start_driver = TableDriver(manager, handlers).start
         MANAGERS[id(host)] = manager
-        resumed = await manager.recover()
-        host.log.info("table.recovered", tables=resumed)
+        by_partitions = (ownership or ownership_mode()) == PARTITIONS
+        if not by_partitions:  # single: this instance owns (and resumes) every table
+            resumed = await manager.recover()
+            host.log.info("table.recovered", tables=resumed)
 
         async def close() -> None:
             await manager.close()
             MANAGERS.pop(id(host), None)
+            OWNERSHIPS.pop(id(host), None)
 
         host.on_shutdown(close)
         worker = tournament_worker(
@@ -96,6 +127,9 @@ def make_setup(*, pause_ms: int | None = None) -> Callable[[ServiceHost], Awaita
             manager,
             group_id=os.environ.get(CONSUMER_GROUP_ENV, ""),
         )
+        if by_partitions:  # tables come and go with the group's assignment (docs/scaling.md)
+            owned = await own_by_partitions(manager, path, worker.group_id, SOURCE_TOPIC)
+            OWNERSHIPS[id(host)] = owned
         watch_consumers(host, worker)
         host.add_background("tournament-consumer", lambda: worker.run(host.stopping), restart=True)
         host.add_service(

@@ -109,7 +109,7 @@ def start_table(
     occurred = envelope.occurred_at.ToDatetime(tzinfo=UTC)
     messages, problem = _tournament_events(conn, started, cfg, info)
     if problem:
-        log.error("table %s cannot be played: %s", table_id, problem)
+        log.error("table.unplayable", extra={"table_id": table_id, "problem": problem})
     stored = store.append(
         conn,
         table_stream(table_id),

@@ -16,6 +16,7 @@ import os
 from collections.abc import Callable
 
 from electric_domain.tournament import DealHand, Tick
+from electric_eventlog import causality
 
 from electric_table.handlers import TableHandlers
 from electric_table.runtime import TableManager, TableRuntime
@@ -47,12 +48,14 @@ class TableDriver:
             rt.kick.clear()
             delay = 1.0
             try:
-                async with rt.lock:
-                    delay = await self._step(rt)
+                # Log lines of the step carry the tournament's ids (persist records them).
+                with causality.caused_by(rt.correlation_id, rt.last_event_id):
+                    async with rt.lock:
+                        delay = await self._step(rt)
             except asyncio.CancelledError:
                 raise
             except Exception:
-                log.exception("table %s driver step failed; retrying", rt.table_id)
+                log.exception("table.driver_step_failed", extra={"table_id": rt.table_id})
                 self.manager.metrics.driver_errors.inc()
                 delay = 1.0
             if delay <= 0:

@@ -20,10 +20,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import grpc
+from electric.eventlog.v1.envelope_pb2 import Envelope
 from electric_domain.tournament import Rejected, ShowSettings, Tick
 from electric_domain.tournament import events as dev
 from electric_domain.tournament.events import Command
 from electric_eventlog import ConcurrencyError
+from electric_eventlog.fencing import FencedError
 from electric_platform import Aborted, InvalidArgument, ServiceError, Unavailable
 from sqlalchemy import Connection
 
@@ -97,6 +99,12 @@ class TableHandlers:
                 await self.persist(rt, [], request=key, error=err)
                 raise
             cmd = build(rt, self.manager.now_for(rt))
+            # Ties the call's access line (its request id) to the command id its events
+            # record as their causation id (docs/logging.md).
+            log.info(
+                "table.command",
+                extra={"table_id": rt.table_id, "command_id": key.request_id, "command": key.rpc},
+            )
             await self.apply(rt, cmd, ctx=ctx, request=key, correlation_id=correlation_id)
 
     def _prior(self, table_id: str, key: RequestKey) -> repo.RequestRow | None:
@@ -191,16 +199,26 @@ class TableHandlers:
         expected = rt.version
         new_version = expected + len(mapped)
         manager = self.manager
+        # Every event of the table keeps the tournament's correlation id; the cause is the
+        # player's command (its request id) or, for the driver's steps (timer expiries,
+        # level changes, deals), the stream's latest event (docs/logging.md).
+        correlation = rt.correlation_id or cid
+        causation = request.request_id if request else rt.last_event_id
+        if request is None and rt.turn_cause and any(isinstance(e, dev.TimedOut) for e in events):
+            causation = rt.turn_cause  # a timer expiry: caused by what started the turn
+        stored: list[Envelope] = []
 
         def write(conn: Connection) -> None:
+            if rt.fence is not None:  # partitions ownership: still the owner? (same tx)
+                rt.fence.check(conn)
             if mapped:
-                manager.store.append(
+                stored[:] = manager.store.append(
                     conn,
                     table_stream(rt.table_id),
                     expected,
                     [m.message for m in mapped],
-                    correlation_id=cid,
-                    causation_id=request.request_id if request else "",
+                    correlation_id=correlation,
+                    causation_id=causation,
                 )
             for m in mapped:
                 if m.secret_seed is not None:
@@ -228,8 +246,17 @@ class TableHandlers:
 
         try:
             await asyncio.to_thread(tx)
+        except FencedError as exc:
+            # Ownership moved (this instance was paused or partitioned): nothing was written;
+            # stop driving the table here, the new owner carries on (docs/scaling.md).
+            log.warning("table.fenced", extra={"table_id": rt.table_id, "error": str(exc)})
+            manager.disown_soon(rt.table_id)
+            raise Aborted(f"table {rt.table_id} moved to another instance; retry") from exc
         except Exception as exc:
-            log.error("table %s: write failed, rebuilding from the log: %s", rt.table_id, exc)
+            log.error(
+                "table.write_failed",
+                extra={"table_id": rt.table_id, "error": f"{type(exc).__name__}: {exc}"},
+            )
             await manager.reload(rt)
             if isinstance(exc, ConcurrencyError):
                 raise Aborted(f"table {rt.table_id} changed concurrently; retry") from exc
@@ -237,13 +264,11 @@ class TableHandlers:
         for k, m in enumerate(mapped, start=expected + 1):
             rt.story.feed(k, m.message)
         rt.version = new_version
-        for e in events:
-            if isinstance(e, dev.HandStarted):
-                manager.metrics.hands.inc()
-            elif isinstance(e, dev.TimedOut):
-                manager.metrics.timeouts.inc()
-            elif isinstance(e, dev.TournamentFinished):
-                manager.metrics.finished.inc()
+        if stored:
+            rt.last_event_id = stored[-1].event_id
+            if any(isinstance(e, dev.TurnStarted) for e in events):
+                rt.turn_cause = stored[0].event_id
+        manager.metrics.observe(events, t.state.started_at)
         if mapped:
             rt.notify(type(mapped[-1].message).DESCRIPTOR.full_name)
         if t.awaiting_deal() and rt.deal_at is None:

@@ -1,7 +1,8 @@
 """Live tables: the tournament aggregates in memory, loaded from their event streams.
 
-* One `TableRuntime` per running table, owned by the `TableManager` (single instance owns
-  every table; docs/design.md §9 partition ownership is not implemented yet). Every input runs under
+* One `TableRuntime` per running table, owned by the `TableManager` (by default this instance
+  owns every table; with ``ELECTRIC_TABLE_OWNERSHIP=partitions`` only the tables of its
+  Kafka partitions, fenced: `ownership`, docs/scaling.md). Every input runs under
   the table's ``asyncio.Lock`` (see `handlers`); the real-time driver is `driver`.
 * A runtime is rebuilt by replaying ``table-<id>``: each stored event carries its domain
   event (`records`), withheld deck seeds come from the service's own table.
@@ -14,15 +15,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from electric.eventlog.v1.envelope_pb2 import Envelope
 from electric.table.v1 import events_pb2 as tev
 from electric_domain.tournament import Tournament, TournamentConfig, default_config
 from electric_domain.tournament import events as dev
 from electric_eventlog import EventStore
+from electric_eventlog.fencing import Fence
 from prometheus_client import CollectorRegistry
 from sqlalchemy import Engine
 
@@ -34,6 +38,9 @@ from electric_table.story import Story
 from electric_table.tableinfo import SeatInfo, TableInfo
 
 log = logging.getLogger(__name__)
+
+#: Default seconds a finished table stays in memory after its tournament finished.
+FINISHED_RETENTION_S = 60.0
 
 
 def table_stream(table_id: str) -> str:
@@ -88,6 +95,18 @@ class TableRuntime:
     deal_at: int | None = None
     task: asyncio.Task[None] | None = None
     story: Story = field(default_factory=Story)
+    #: The tournament's correlation id (that of its first event: the Register that filled
+    #: the table); every event of the table's stream keeps it (docs/logging.md).
+    correlation_id: str = ""
+    #: Id of the stream's latest event: the cause of the driver's next step (a timer expiry
+    #: is caused by the event that started the turn; a deal by the end of the last hand).
+    last_event_id: str = ""
+    #: Id of the first event of the batch that started the running turn (the action, deal or
+    #: timeout that put the seat on the clock): the cause of that turn's timer expiry.
+    turn_cause: str = ""
+    #: The fencing epoch this instance holds on the table (``partitions`` ownership only,
+    #: ``electric_table.ownership``); every write checks it. None: unfenced (single mode).
+    fence: Fence | None = None
 
     def seat_of(self, player_id: str) -> int | None:
         """0-based domain seat of ``player_id`` (None when not seated here)."""
@@ -122,6 +141,7 @@ class TableManager:
         stopping: asyncio.Event,
         clock: Clock | None = None,
         metrics: TableMetrics | None = None,
+        finished_retention_s: float = FINISHED_RETENTION_S,
     ) -> None:
         self.engine = engine
         self.store = store
@@ -129,11 +149,20 @@ class TableManager:
         self.clock = clock or Clock()
         self.tables: dict[str, TableRuntime] = {}
         self.start_driver: Callable[[TableRuntime], asyncio.Task[None]] | None = None
+        #: Set in ``partitions`` ownership mode: takes the table's fencing epoch before it
+        #: is rebuilt (raises PermissionError when the table is not this instance's).
+        self.fencer: Callable[[str], Fence] | None = None
         self._loading: dict[str, asyncio.Lock] = {}
         self._notifiers: dict[str, TableNotifier] = {}
         self._background: set[asyncio.Task[Any]] = set()
+        #: Seconds a finished table stays in memory (late GetTable/WatchTable calls find it
+        #: there) before :meth:`release` drops it; a later call rebuilds it from its stream.
+        self.finished_retention_s = finished_retention_s
+        self._releases: dict[str, asyncio.TimerHandle] = {}
+        self.released = 0
         self.metrics = metrics or TableMetrics(CollectorRegistry())
         self.metrics.watch(self._live_count, self._overdue_seconds)
+        self.metrics.watch_held(lambda: float(len(self.tables)))
 
     def _live_count(self) -> float:
         return float(sum(1 for rt in list(self.tables.values()) if not rt.finished))
@@ -211,11 +240,18 @@ class TableManager:
             if rt is not None:
                 return rt
             try:
+                fence = None
+                if self.fencer is not None:
+                    try:  # the epoch first: the rebuild then sees every earlier write
+                        fence = await asyncio.to_thread(self.fencer, table_id)
+                    except PermissionError:
+                        return None  # another instance's table (docs/scaling.md)
                 rt = await asyncio.to_thread(self.rebuild, table_id)
             finally:
                 self._loading.pop(table_id, None)
             if rt is None:
                 return None
+            rt.fence = fence
             # Watchers that subscribed before the table was in memory (they got the read
             # model's STARTING view) wait on this notifier: share it and wake them.
             waiting = self._notifiers.pop(table_id, None)
@@ -225,8 +261,71 @@ class TableManager:
             rt.notifier.notify()
             if not rt.finished and self.start_driver is not None:
                 rt.task = self.start_driver(rt)
-            log.info("table %s loaded at version %s", table_id, rt.version)
+                rt.task.add_done_callback(functools.partial(self._driver_ended, rt))
+            self.release_later(rt)
+            log.info("table.loaded", extra={"table_id": table_id, "version": rt.version})
             return rt
+
+    # ------------------------------------------------------------------ releasing
+
+    def release_later(self, rt: TableRuntime) -> None:
+        """Drop ``rt`` from memory ``finished_retention_s`` after its tournament finished
+        (no-op while it runs; its driver ending calls this again)."""
+        if not rt.finished or self.stopping.is_set() or self.tables.get(rt.table_id) is not rt:
+            return
+        old = self._releases.pop(rt.table_id, None)
+        if old is not None:
+            old.cancel()
+        loop = asyncio.get_running_loop()
+        self._releases[rt.table_id] = loop.call_later(
+            self.finished_retention_s, self.release, rt.table_id
+        )
+
+    def _driver_ended(self, rt: TableRuntime, _task: asyncio.Task[None]) -> None:
+        self.release_later(rt)
+
+    def release(self, table_id: str) -> bool:
+        """Drop the finished table ``table_id`` from memory now; False when it is not held
+        or still running (or busy: then it is tried again later)."""
+        self._releases.pop(table_id, None)
+        rt = self.tables.get(table_id)
+        if rt is None or not rt.finished:
+            return False
+        if rt.lock.locked():  # a view or command is reading it: try again shortly
+            self._releases[table_id] = asyncio.get_running_loop().call_later(
+                1.0, self.release, table_id
+            )
+            return False
+        del self.tables[table_id]
+        self.released += 1
+        # Watchers still streaming hold the runtime and its notifier: nothing more comes for
+        # a finished table, and a new watcher gets a fresh notifier (dropped when idle).
+        log.info("table.released", extra={"table_id": table_id, "version": rt.version})
+        return True
+
+    async def disown(self, table_id: str) -> bool:
+        """Stop driving ``table_id`` here (its partition moved, or a write was fenced): stop
+        its driver (timers, clocks, writes) and drop it from memory. False when not held."""
+        rt = self.tables.pop(table_id, None)
+        handle = self._releases.pop(table_id, None)
+        if handle is not None:
+            handle.cancel()
+        if rt is None:
+            return False
+        task = rt.task
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        rt.notifier.notify()
+        log.info("table.disowned", extra={"table_id": table_id, "version": rt.version})
+        return True
+
+    def disown_soon(self, table_id: str) -> None:
+        """:meth:`disown` from a task of its own (callable from the table's driver)."""
+        task = asyncio.get_running_loop().create_task(self.disown(table_id))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     def rebuild(self, table_id: str) -> TableRuntime | None:
         """Replay ``table-<id>`` into a fresh aggregate (synchronous)."""
@@ -261,6 +360,9 @@ class TableManager:
             tournament=Tournament.replay(cfg, events),
             version=int(envelopes[-1].stream_version),
             story=story,
+            correlation_id=envelopes[0].correlation_id,
+            last_event_id=envelopes[-1].event_id,
+            turn_cause=turn_cause(envelopes),
         )
         rt.last_event_type = envelopes[-1].event_type
         return rt
@@ -271,9 +373,13 @@ class TableManager:
         if fresh is None:  # pragma: no cover - the stream cannot disappear
             return
         rt.tournament, rt.version, rt.story = fresh.tournament, fresh.version, fresh.story
+        rt.last_event_id, rt.turn_cause = fresh.last_event_id, fresh.turn_cause
 
     async def close(self) -> None:
         """Stop every driver and background load (shutdown)."""
+        for handle in self._releases.values():
+            handle.cancel()
+        self._releases.clear()
         tasks = [rt.task for rt in self.tables.values() if rt.task is not None]
         tasks.extend(self._background)
         for task in tasks:
@@ -281,6 +387,22 @@ class TableManager:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+
+
+def turn_cause(envelopes: Sequence[Envelope]) -> str:
+    """The first event of the batch holding the stream's latest TurnStarted (a batch: the
+    contiguous events of one append, which share their causation id and their occurred_at);
+    "" without a turn."""
+    turn = tev.TurnStarted.DESCRIPTOR.full_name
+    k = next((i for i in range(len(envelopes) - 1, -1, -1) if envelopes[i].event_type == turn), -1)
+    if k < 0:
+        return ""
+    while k > 0 and (
+        envelopes[k - 1].causation_id == envelopes[k].causation_id
+        and envelopes[k - 1].occurred_at == envelopes[k].occurred_at
+    ):
+        k -= 1
+    return envelopes[k].event_id
 
 
 def info_from(started: tev.TableStarted, action_timer_ms: int) -> TableInfo:

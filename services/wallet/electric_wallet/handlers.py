@@ -15,7 +15,6 @@ money-flow counters of :mod:`.metrics`).
 
 from __future__ import annotations
 
-import copy
 import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -27,13 +26,14 @@ from electric_eventlog.engine import read_only
 from electric_eventlog.errors import ConcurrencyError
 from electric_eventlog.store import EventStore
 from electric_platform import paging
-from electric_platform.context import correlation_id, request_id
+from electric_platform.context import causation_id, correlation_id, request_id
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import IntegrityError, OperationalError
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 from . import codec, store
 from . import domain as d
+from .batch import WalletCommand, execute_batch, resolves_stream
 
 R = TypeVar("R")
 
@@ -90,6 +90,8 @@ class Wallet:
         self.observe = observe
         #: Lost races that were retried (for tests and metrics).
         self.retries = 0
+        if engine.dialect.name == "postgresql" and engine.dialect.driver == "psycopg":
+            events.group.register(WalletCommand, execute_batch, min_units=1)
 
     # ------------------------------------------------------------------ machinery
 
@@ -100,30 +102,54 @@ class Wallet:
         decide: Callable[[d.Ledger, datetime], tuple[R, list[d.Event]]],
         *,
         resolves: str = "",
+        locks: Callable[[], Iterable[str]] | None = None,
     ) -> R:
+        """One command through the event store's group commit: concurrent commands of
+        this process share a transaction and a commit; a command that fails (a lost race,
+        a domain error) is rolled back alone and retried or raised here.
+
+        Locks: ``locks()`` names the accounts to lock (those the command debits whose
+        kind must stay non-negative: ``store.guarded``); None locks every account."""
         tids = tuple(transfer_ids)
 
-        def attempt() -> R:
-            with self.engine.begin() as conn:
-                # A post/void locks the accounts of the transfer it resolves: in one
-                # round trip on PostgreSQL, else read the transfer then lock.
-                found = store.load_for_resolution(conn, resolves, tids) if resolves else None
-                ledger = (
-                    found
-                    if found is not None
-                    else store.load(conn, account_ids(conn), tids, lock=True)
+        def body(conn: Connection) -> R:
+            # A post/void locks the debited accounts of the transfer it resolves: in one
+            # round trip on PostgreSQL, else read the transfer then lock.
+            found = store.load_for_resolution(conn, resolves, tids) if resolves else None
+            ledger = (
+                found
+                if found is not None
+                else store.load(
+                    conn, account_ids(conn), tids, lock=True if locks is None else locks()
                 )
-                before = copy.deepcopy(ledger)
-                result, events = decide(ledger, self.clock())
-                if events:
-                    # Projections first, the append last: the event store's global
-                    # position lock is then held only for the append and the commit.
-                    # On PostgreSQL the projection write is pipelined: it reaches the
-                    # server in the same round trip as the store's position allocation.
-                    with store.pipeline(conn) as pipelined:
-                        store.save(conn, before, events, queue=pipelined)
-                        self._append(conn, events)
-                return result
+            )
+            before = ledger.clone()
+            result, events = decide(ledger, self.clock())
+            if events:
+                # Projections first, the append last: the event store's global
+                # position lock is then held only for the append and the commit.
+                # On PostgreSQL the projection write is pipelined: it reaches the
+                # server in the same round trip as the store's position allocation.
+                with store.pipeline(conn) as pipelined:
+                    store.save(conn, before, events, queue=pipelined)
+                    self._append(conn, events)
+            return result
+
+        def attempt() -> R:
+            # As data too: on PostgreSQL the batch's commands are decided together
+            # (batch.execute_batch); ``body`` is the one-by-one path.
+            command = WalletCommand(
+                self.events,
+                account_ids,
+                tuple(dict.fromkeys((*tids, resolves)) if resolves else tids),
+                decide,
+                self.clock,
+                resolves,
+                locks,
+                correlation_id() or request_id(),
+                causation_id() or request_id(),
+            )
+            return self.events.transact(body, bulk=command)
 
         # One retry state per call: commands run in several threads at once.
         retrying = Retrying(
@@ -154,16 +180,15 @@ class Wallet:
         """Append each event to its stream: creations expect a new stream, resolutions of
         a pending transfer expect version 1 (so a transfer resolves at most once)."""
         for event in events:
-            resolves = isinstance(event, d.TransferVoided) or (
-                isinstance(event, d.TransferPosted) and event.was_pending
-            )
             self.events.append(
                 conn,
                 codec.stream_of(event),
-                1 if resolves else 0,
+                1 if resolves_stream(event) else 0,
                 [codec.event_to_pb(event)],
                 correlation_id=correlation_id() or request_id(),
-                causation_id=request_id(),
+                # The caller's cause (x-causation-id, e.g. the TableFilled owing a buy-in
+                # post), else the request itself.
+                causation_id=causation_id() or request_id(),
                 occurred_at=event.occurred_at,
             )
 
@@ -210,7 +235,12 @@ class Wallet:
             return Result(t, not events), events
 
         return self._observed(
-            self._command(lambda _c: d.request_account_ids(req), [req.transfer_id, *stake], decide)
+            self._command(
+                lambda _c: d.request_account_ids(req),
+                [req.transfer_id, *stake],
+                decide,
+                locks=lambda: store.guarded(d.debit_account_ids(req)),
+            )
         )
 
     def _resolve(
@@ -270,7 +300,11 @@ class Wallet:
             return Result(t, not events), opened + events
 
         ids = (*d.player_account_ids(player_id), d.CASH_IN)
-        return self._observed(self._command(lambda _c: ids, [transfer_id], decide))
+        return self._observed(
+            self._command(
+                lambda _c: ids, [transfer_id], decide, locks=lambda: store.guarded([d.CASH_IN])
+            )
+        )
 
     def withdraw(self, transfer_id: str, player_id: str, amount: int, memo: str = "") -> Result:
         """Debit a player's cash to ``operator:cash_out``."""

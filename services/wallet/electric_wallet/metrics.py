@@ -22,6 +22,12 @@ write path) by :class:`WalletCollector`:
 * ``electric_wallet_account_reserved_cents{account_id,kind}`` — their pending debits.
 * ``electric_wallet_player_funds_cents{kind}`` — sum over all players per player kind (the
   operator's liability to players).
+* ``electric_wallet_ledger_posted_cents{kind}`` and ``electric_wallet_ledger_pending_cents{kind}``
+  — per account kind, the sum of the posted balances and of ``reserved − incoming``, read in
+  ONE statement (one snapshot). Double entry: every leg debits one account and credits
+  another, so ``sum(electric_wallet_ledger_posted_cents)`` and
+  ``sum(electric_wallet_ledger_pending_cents)`` are 0 exactly; anything else is a broken
+  ledger (alert ``LedgerUnbalanced``).
 """
 
 from __future__ import annotations
@@ -31,11 +37,12 @@ from collections.abc import Iterator
 from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine, func, select
 
 from . import domain as d
 from . import store
 from .handlers import Result
+from .store.tables import accounts as accounts_table
 
 #: Transfer codes the platform uses (registration, payout, casino games, operators).
 KNOWN_CODES = frozenset(
@@ -111,9 +118,22 @@ class WalletCollector(Collector):
             "Sum of posted balances over all player accounts of a kind, in cents.",
             labels=["kind"],
         )
+        ledger_posted = GaugeMetricFamily(
+            "electric_wallet_ledger_posted_cents",
+            "Sum of the posted balances of the accounts of a kind (all kinds sum to 0).",
+            labels=["kind"],
+        )
+        ledger_pending = GaugeMetricFamily(
+            "electric_wallet_ledger_pending_cents",
+            "Sum of reserved minus incoming of the accounts of a kind (all kinds sum to 0).",
+            labels=["kind"],
+        )
         with self.engine.connect() as conn:
             system = store.system_balances(conn)
             sums = store.player_funds(conn)
+            for kind, p, pending in ledger_sums(conn):
+                ledger_posted.add_metric([kind.name.lower()], float(p))
+                ledger_pending.add_metric([kind.name.lower()], float(pending))
         for account_id, kind, p, r in system:
             posted.add_metric([account_id, kind.name.lower()], float(p))
             reserved.add_metric([account_id, kind.name.lower()], float(r))
@@ -122,3 +142,17 @@ class WalletCollector(Collector):
         yield posted
         yield reserved
         yield players
+        yield ledger_posted
+        yield ledger_pending
+
+
+def ledger_sums(conn: Connection) -> list[tuple[d.AccountKind, int, int]]:
+    """(kind, Σ posted, Σ reserved − Σ incoming) per account kind, in one statement (so one
+    snapshot: the legs of a transfer are committed together)."""
+    a = accounts_table
+    rows = conn.execute(
+        select(a.c.kind, func.sum(a.c.posted), func.sum(a.c.reserved) - func.sum(a.c.incoming))
+        .group_by(a.c.kind)
+        .order_by(a.c.kind)
+    ).all()
+    return [(d.AccountKind(kind), int(p or 0), int(q or 0)) for kind, p, q in rows]

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import ModuleType
 
-from tests.support.auth import write_keys
+from tests.support.auth import checkpoint_keys_env, write_keys
 from tests.support.infra import fresh_database
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -118,6 +118,7 @@ def run_cluster(
             if not k.startswith("ELECTRIC_") and k != "DATABASE_URL"
         }
         key_env = write_keys(tmp / "keys").env()
+        key_env.update(checkpoint_keys_env(tmp / "keys"))  # verify --checkpoint-keys tmp/keys
         targets = {f"ELECTRIC_{n.upper()}_TARGET": p.target for n, p in procs.items()}  # type: ignore[attr-defined]
         for name, p in procs.items():
             envs[name] = {

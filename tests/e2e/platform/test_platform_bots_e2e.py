@@ -24,6 +24,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+from audit_step import audit_run
 from electric.eventlog.v1.envelope_pb2 import Envelope
 from electric.payout.v1 import events_pb2 as payout_events
 from electric.payout.v1 import payout_pb2, payout_pb2_grpc
@@ -346,3 +347,7 @@ async def test_bots_play_twenty_tournaments_and_the_money_adds_up(
     assert rake_total * 10_000 == gross_total * RAKE_BPS
     assert system["house:prize_reserve"].posted == net_total - pools_total
     assert system["house:tournament_escrow"].posted == 0
+
+    # The auditor (issue 14): verify over topics and stores, every hand exported and read back.
+    hands = audit_run(cluster, kafka_bootstrap, tmp_path / "audit")
+    assert hands >= len(facts.finished)

@@ -79,7 +79,15 @@ def test_generated_config_wires_every_job(tmp_path: Path) -> None:
     )
     prom = _load(obs / "prometheus.yml")
     jobs = {job["job_name"]: job for job in prom["scrape_configs"]}
-    assert set(jobs) == {"electric", "postgres", "kafka", "kafka-lag", "alertmanager", "prometheus"}
+    assert set(jobs) == {
+        "electric",
+        "postgres",
+        "kafka",
+        "kafka-lag",
+        "textfile",
+        "alertmanager",
+        "prometheus",
+    }
     assert jobs["postgres"]["static_configs"][0]["targets"] == ["127.0.0.1:19987"]
     assert jobs["kafka"]["static_configs"][0]["targets"] == ["127.0.0.1:19904"]
     assert jobs["kafka-lag"]["static_configs"][0]["targets"] == ["127.0.0.1:19908"]

@@ -200,6 +200,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory, postgres_url: str) -> Iterat
         "OBS_PG_EXPORTER_PORT": str(_free_port()),
         "OBS_KAFKA_LAG_PORT": str(_free_port()),
         "OBS_WEBHOOK_PORT": str(_free_port()),
+        "OBS_TEXTFILE_PORT": str(_free_port()),
         "OBS_SCRAPE_INTERVAL": "1s",
         "OBS_EVAL_INTERVAL": "1s",
         "OBS_DEPLOYMENT": "embedded",
@@ -264,7 +265,7 @@ def test_exporter_targets_are_up(stack: Stack) -> None:
     def healthy() -> dict[str, str] | None:
         targets = stack.api("targets", state="active")["activeTargets"]
         health = {t["labels"]["job"]: t["health"] for t in targets}
-        wanted = ("postgres", "kafka", "kafka-lag", "alertmanager", *SERVICES)
+        wanted = ("postgres", "kafka", "kafka-lag", "textfile", "alertmanager", *SERVICES)
         return health if all(health.get(job) == "up" for job in wanted) else None
 
     health = _wait_for("every target up", healthy, 90)

@@ -35,6 +35,9 @@ class CasinoPayoutMetrics:
             registry=registry,
         )
         self._registry = registry
+        for game in (*sorted(_GAMES), "other"):  # at 0 from the start for increase()
+            self.credited.labels(game)
+            self.credited_cents.labels(game)
 
     def count(self, game: str, cents: int) -> None:
         """One credit done."""

@@ -165,7 +165,13 @@ def hand_buttons(conn: Connection, table_id: str) -> dict[int, int]:
 
 
 def add_result(
-    conn: Connection, *, table_id: str, finished: bytes, source_event_id: str, at: datetime
+    conn: Connection,
+    *,
+    table_id: str,
+    finished: bytes,
+    source_event_id: str,
+    at: datetime,
+    correlation_id: str = "",
 ) -> None:
     """Remember a TournamentFinished (once)."""
     exists = conn.execute(
@@ -178,6 +184,7 @@ def add_result(
                 finished=finished,
                 source_event_id=source_event_id,
                 received_at=at,
+                correlation_id=correlation_id,
             )
         )
 
@@ -189,6 +196,8 @@ class ResultRow:
     #: Serialized table TournamentFinished.
     finished: bytes
     source_event_id: str
+    #: The TournamentFinished's correlation id ("" for results stored before migration 0005).
+    correlation_id: str = ""
 
 
 def lock_undecided_result(conn: Connection, table_id: str) -> ResultRow | None:
@@ -198,7 +207,7 @@ def lock_undecided_result(conn: Connection, table_id: str) -> ResultRow | None:
     ).first()
     if r is None or r.awarded_at is not None or r.held_at is not None:
         return None
-    return ResultRow(bytes(r.finished), r.source_event_id)
+    return ResultRow(bytes(r.finished), r.source_event_id, r.correlation_id)
 
 
 def mark_result(conn: Connection, table_id: str, *, held: bool, at: datetime) -> None:

@@ -87,6 +87,8 @@ results = Table(
     Column("awarded_at", DateTime(timezone=True), nullable=True),
     # migration 0003: set when the prize check failed (nothing is awarded or credited).
     Column("held_at", DateTime(timezone=True), nullable=True),
+    # migration 0005: the TournamentFinished's correlation id (the tournament's chain).
+    Column("correlation_id", String(200), nullable=False, server_default=""),
 )
 
 hand_buttons = Table(

@@ -164,6 +164,10 @@ wallet_ops = Table(
     Column("last_error", Text, nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("done_at", DateTime(timezone=True), nullable=True),
+    #: Causality of the decision that owes the op (docs/logging.md): its correlation id and
+    #: the id of the event that owes it (TableFilled, PlayerUnregistered, TableCancelled).
+    Column("correlation_id", String(200), nullable=False, server_default=""),
+    Column("causation_id", String(200), nullable=False, server_default=""),
     Index("ix_registration_wallet_ops_status", "status", "table_id", "seq"),
 )
 

@@ -25,6 +25,10 @@ class OwedOp:
     to_account: str
     amount_cents: int
     code: str
+    #: Correlation id of the decision that owes the op.
+    correlation_id: str = ""
+    #: Id of the event that owes the op (TableFilled, PlayerUnregistered, TableCancelled).
+    causation_id: str = ""
 
 
 def add(conn: Connection, op: OwedOp, at: datetime) -> None:
@@ -41,6 +45,8 @@ def add(conn: Connection, op: OwedOp, at: datetime) -> None:
             to_account=op.to_account,
             amount_cents=op.amount_cents,
             code=op.code,
+            correlation_id=op.correlation_id,
+            causation_id=op.causation_id,
             status="pending",
             attempts=0,
             last_error="",
@@ -67,6 +73,8 @@ def pending(conn: Connection, table_id: str | None) -> list[OwedOp]:
             r.to_account,
             int(r.amount_cents),
             r.code,
+            r.correlation_id,
+            r.causation_id,
         )
         for r in conn.execute(q.order_by(w.c.table_id, w.c.seq))
     ]
@@ -123,3 +131,16 @@ def oldest_pending_at(conn: Connection) -> datetime | None:
     q = select(func.min(w.c.created_at)).where(w.c.status == "pending")
     value = conn.execute(q).scalar_one_or_none()
     return value if isinstance(value, datetime) else None
+
+
+def causal_ids(conn: Connection, table_id: str) -> tuple[str, str]:
+    """``(correlation_id, causation_id)`` of the buy-in collection a filled table owes (its
+    first post op: the TableFilled that owes it); ("", "") when there is none."""
+    w = t.wallet_ops
+    row = conn.execute(
+        select(w.c.correlation_id, w.c.causation_id)
+        .where(w.c.table_id == table_id, w.c.kind == "post")
+        .order_by(w.c.seq)
+        .limit(1)
+    ).first()
+    return (str(row[0]), str(row[1])) if row is not None else ("", "")

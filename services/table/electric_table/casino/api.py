@@ -22,6 +22,8 @@ from electric_platform.auth import Role, require_player, require_role
 
 from electric_table.casino import records, repo
 from electric_table.casino.handlers import CasinoHandlers, Loaded
+from electric_table.casino.uth_api import READERS, UthApi, is_uth_round
+from electric_table.casino.uth_tables import UthTables
 
 _DECISIONS: dict[int, type[thb.Fold | thb.CallFlop | thb.Check | thb.Bet]] = {
     casino_pb2.CASINO_DECISION_FOLD: thb.Fold,
@@ -29,7 +31,7 @@ _DECISIONS: dict[int, type[thb.Fold | thb.CallFlop | thb.Check | thb.Bet]] = {
     casino_pb2.CASINO_DECISION_CHECK: thb.Check,
     casino_pb2.CASINO_DECISION_BET: thb.Bet,
 }
-_READERS = (Role.OPERATOR, Role.AUDITOR, Role.SERVICE)
+_READERS = READERS
 
 
 def _request_id(request_id: str) -> str:
@@ -89,9 +91,16 @@ def _void_reason(loaded: Loaded) -> str:
     return ""
 
 
-class CasinoApi(casino_pb2_grpc.CasinoTableServiceServicer):
-    def __init__(self, handlers: CasinoHandlers) -> None:
+class CasinoApi(UthApi, casino_pb2_grpc.CasinoTableServiceServicer):
+    def __init__(
+        self,
+        handlers: CasinoHandlers,
+        uth: UthTables | None = None,
+        stopping: asyncio.Event | None = None,
+    ) -> None:
         self._h = handlers
+        self._uth = uth
+        self._stopping = stopping or asyncio.Event()
 
     async def _view(self, round_id: str) -> casino_pb2.CasinoRoundView:
         return round_view(await self._h._loaded(round_id))
@@ -107,6 +116,8 @@ class CasinoApi(casino_pb2_grpc.CasinoTableServiceServicer):
         self, request: casino_pb2.DecideRequest, context: Any
     ) -> casino_pb2.DecideResponse:
         """Answer the caller's open decision."""
+        if is_uth_round(request.round_id):
+            return casino_pb2.DecideResponse(round=await self.uth_decide(request))
         player = _player()
         rid = _request_id(request.request_id)
         make = _DECISIONS.get(request.decision)
@@ -119,6 +130,10 @@ class CasinoApi(casino_pb2_grpc.CasinoTableServiceServicer):
         self, request: casino_pb2.GetRoundRequest, context: Any
     ) -> casino_pb2.GetRoundResponse:
         """The round (its player, or an operator/auditor/service)."""
+        if is_uth_round(request.round_id):
+            principal = current_principal()
+            who = None if principal.role in READERS else principal.subject
+            return casino_pb2.GetRoundResponse(round=await self.uth_round(request.round_id, who))
         loaded = await self._h._loaded(request.round_id)
         require_player(loaded.row.player_id, also=_READERS)
         return casino_pb2.GetRoundResponse(round=round_view(loaded))
@@ -130,13 +145,20 @@ class CasinoApi(casino_pb2_grpc.CasinoTableServiceServicer):
         player = request.player_id or current_principal().subject
         require_player(player, also=_READERS)
         rounds = await asyncio.to_thread(self._h.unfinished, player)
-        return casino_pb2.ListUnfinishedRoundsResponse(rounds=[round_view(r) for r in rounds])
+        views = [round_view(r) for r in rounds]
+        if self._uth is not None:
+            views += await self.uth_unfinished(player)
+        return casino_pb2.ListUnfinishedRoundsResponse(rounds=views)
 
     async def AckResult(
         self, request: casino_pb2.AckResultRequest, context: Any
     ) -> casino_pb2.AckResultResponse:
         """The player saw the result."""
         player = _player()
+        if is_uth_round(request.round_id):
+            await self.uth.ack(player, request.round_id)
+            view = await self.uth_round(request.round_id, player)
+            return casino_pb2.AckResultResponse(round=view)
         await self._h.ack(player, request.round_id)
         return casino_pb2.AckResultResponse(round=await self._view(request.round_id))
 
@@ -148,8 +170,12 @@ class CasinoApi(casino_pb2_grpc.CasinoTableServiceServicer):
         rid = _request_id(request.request_id)
         if not request.reason.strip():
             raise InvalidArgument("reason is required")
-        await self._h.void(principal.subject, request.round_id, request.reason, rid)
-        view = await self._view(request.round_id)
+        if is_uth_round(request.round_id):
+            await self.uth.void(principal.subject, request.round_id, request.reason, rid)
+            view = await self.uth_round(request.round_id, None)
+        else:
+            await self._h.void(principal.subject, request.round_id, request.reason, rid)
+            view = await self._view(request.round_id)
         if view.status != repo.VOIDED:
             raise FailedPrecondition(f"round {request.round_id} is {view.status}, not voided")
         return casino_pb2.VoidRoundResponse(round=view)

@@ -21,6 +21,7 @@ operator's VoidRound.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import re
@@ -108,6 +109,7 @@ class CasinoHandlers:
         self.seed = seed
         self.work = OwedWork("table.casino_wallet", money.CasinoWalletWork(engine, wallet))
         self._locks: dict[str, asyncio.Lock] = {}
+        self._intent_seen: dict[str, float] = {}
 
     def _lock(self, key: str) -> asyncio.Lock:
         if len(self._locks) > 10_000:
@@ -344,9 +346,11 @@ class CasinoHandlers:
         msgs: list[Message] = records.to_protos(key, events, voided_by=voided_by)
         status: str | None = None
         ops: dict[str, str] = {}
+        returned = [0]  # cents back to players: stakes + wins, or voided stakes (metrics)
         for e in events:
             if isinstance(e, thb.Settled):
                 status, ops = repo.SETTLED, _settlement_ops(key.round_id, e.results)
+                returned[0] = sum(r.returned_cents for r in e.results)
             elif isinstance(e, thb.RoundVoided):
                 status = repo.VOIDED
         new_version = version + len(msgs)
@@ -364,7 +368,9 @@ class CasinoHandlers:
             repo.mark_placed(conn, [b.bet_id for b in new_bets])
             owed = dict(ops)
             if status == repo.VOIDED:
-                owed = {b.bet_id: repo.VOID for b in repo.bets(conn, key.round_id)}
+                voided_bets = repo.bets(conn, key.round_id)
+                owed = {b.bet_id: repo.VOID for b in voided_bets}
+                returned[0] = sum(b.amount_cents for b in voided_bets)
             elif status == repo.SETTLED:
                 for b in repo.bets(conn, key.round_id):
                     owed.setdefault(b.bet_id, repo.VOID)  # a bet without a result is refunded
@@ -381,6 +387,7 @@ class CasinoHandlers:
             self.metrics.settled.labels(key.game).inc()
         elif status == repo.VOIDED:
             self.metrics.voided.labels(key.game).inc()
+        self.metrics.returned.labels(key.game).inc(returned[0])
         if status is not None:
             await self.run_owed(key.round_id)
 
@@ -394,7 +401,7 @@ class CasinoHandlers:
         except ConcurrencyError as exc:
             raise Aborted(f"round {round_id} changed concurrently; retry") from exc
         except Exception as exc:
-            log.error("casino round %s: write failed: %s", round_id, exc)
+            log.error("casino.write_failed", extra={"round_id": round_id, "error": str(exc)})
             raise Unavailable(f"round {round_id}: could not store the command; retry") from exc
 
     async def run_owed(self, round_id: str) -> None:
@@ -402,22 +409,48 @@ class CasinoHandlers:
         try:
             await self.work.run_group(round_id)
         except Exception as exc:
-            log.warning("casino round %s: owed wallet calls failed: %s", round_id, exc)
+            log.warning("casino.owed_calls_failed", extra={"round_id": round_id, "error": str(exc)})
             self.work.wake.set()
 
     # ----------------------------------------------------------------------- restart
 
     async def recover(self) -> dict[str, int]:
-        """Replay every open round; apply the auto-void rule (module doc)."""
+        """Replay every open THB round; apply the auto-void rule to left intents (module
+        doc). Live UTH rounds are resumed by ``uth_tables.UthTables.recover``."""
         with self.engine.connect() as conn:
             intents = repo.intents(conn)
-            open_rounds = repo.open_rounds(conn)
+            open_rounds = [r for r in repo.open_rounds(conn) if r.game == "thb"]
+        voided = await self._resolve_intents(intents)
+        broken = 0
+        for r in open_rounds:
+            if r.round_id in voided:
+                continue
+            try:
+                await asyncio.to_thread(self.load, r.round_id)
+            except Exception as exc:
+                broken += 1
+                log.error("casino.replay_failed", extra={"round_id": r.round_id, "error": str(exc)})
+        await self.work.run_pass()
+        return {
+            "open": len(open_rounds) - len(voided),
+            "auto_voided": len(voided),
+            "broken": broken,
+        }
+
+    async def _resolve_intents(self, intents: list[repo.BetRow]) -> set[str]:
+        """The auto-void rule for intents left behind; returns the THB rounds it voided. An
+        intent of an open live UTH round is left: the round's end voids every reservation
+        that has no result (the round never placed it, so it simply continues)."""
         voided: set[str] = set()
         orphans: dict[str, str] = {}
         for b in intents:
             with self.engine.connect() as conn:
                 row = repo.get_round(conn, b.round_id)
-            if row is not None and row.status == repo.OPEN and b.round_id not in voided:
+            if row is not None and row.status == repo.OPEN:
+                if row.game != "thb":
+                    continue
+                if b.round_id in voided:
+                    continue
                 loaded = await asyncio.to_thread(self.load, b.round_id)
                 if loaded is not None:
                     await self._void(loaded, AUTO_VOID_REASON, "auto", None)
@@ -427,21 +460,38 @@ class CasinoHandlers:
         if orphans:
             with self.engine.begin() as conn:
                 repo.owe(conn, orphans)
-        broken = 0
-        for r in open_rounds:
-            if r.round_id in voided:
-                continue
+            self.work.wake.set()
+        return voided
+
+    async def sweep_intents(self, min_age_s: float = 60.0) -> int:
+        """The periodic sweep: intents seen by earlier sweeps at least ``min_age_s`` ago (a
+        command whose transaction failed without a restart) get the auto-void rule, under
+        their round's lock. Returns how many intents were resolved."""
+        with self.engine.connect() as conn:
+            intents = repo.intents(conn)
+        now = time.monotonic()
+        seen = {b.bet_id: self._intent_seen.get(b.bet_id, now) for b in intents}
+        self._intent_seen = seen
+        stale = [b for b in intents if now - seen[b.bet_id] >= min_age_s]
+        for b in stale:
+            async with self._lock(f"round:{b.round_id}"):
+                with self.engine.connect() as conn:
+                    still = [x for x in repo.intents(conn) if x.bet_id == b.bet_id]
+                if still:
+                    await self._resolve_intents(still)
+        if stale:
+            await self.work.run_pass()
+        return len(stale)
+
+    async def run_sweeper(self, stop: asyncio.Event, interval_s: float = 30.0) -> None:
+        """Background task ``casino-intent-sweep``: :meth:`sweep_intents` every interval."""
+        while not stop.is_set():
             try:
-                await asyncio.to_thread(self.load, r.round_id)
+                await self.sweep_intents()
             except Exception as exc:
-                broken += 1
-                log.error("casino round %s cannot be replayed: %s", r.round_id, exc)
-        await self.work.run_pass()
-        return {
-            "open": len(open_rounds) - len(voided),
-            "auto_voided": len(voided),
-            "broken": broken,
-        }
+                log.warning("casino.intent_sweep_failed", extra={"error": str(exc)})
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=interval_s)
 
 
 def _settlement_ops(round_id: str, results: tuple[BetResult, ...]) -> dict[str, str]:

@@ -14,13 +14,14 @@ from typing import Any
 
 import electric_domain.casino.common.money as money
 import electric_domain.casino.thb.events as thb
+import electric_domain.casino.uth.events as uth
 from electric.table.v1 import casino_events_pb2 as cev
 from electric.table.v1 import events_pb2 as tev
 from electric_eventlog.dataclass_codec import CodecError, DataclassCodec
 from google.protobuf.message import Message
 
 ENCODING_VERSION = 1
-CODEC = DataclassCodec({"thb": thb, "casino_money": money})
+CODEC = DataclassCodec({"thb": thb, "uth": uth, "casino_money": money})
 
 __all__ = ["CODEC", "CodecError", "RoundKey", "bet_id", "decode", "to_protos"]
 

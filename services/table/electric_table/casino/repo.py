@@ -106,11 +106,15 @@ def open_rounds(conn: Connection) -> list[RoundRow]:
 
 
 def count_unfinished(conn: Connection) -> int:
+    """Open or unseen THB rounds, plus (round, player) pairs of live UTH rounds not yet
+    acknowledged by the player."""
     c = t.casino_rounds.c
     rows = conn.execute(
         select(c.round_id).where(or_(c.status == OPEN, c.acknowledged.is_(False)))
     ).all()
-    return len(rows)
+    u = t.casino_uth_players.c
+    uth = conn.execute(select(u.round_id).where(u.acknowledged.is_(False))).all()
+    return len(rows) + len(uth)
 
 
 def insert_round(conn: Connection, r: RoundRow) -> None:
@@ -300,3 +304,88 @@ def seated(conn: Connection, table_id: str, player_id: str) -> bool:
         select(c.seat).where(c.table_id == table_id, c.player_id == player_id)
     ).first()
     return row is not None
+
+
+# ------------------------------------------------------------------------ live UTH tables
+
+
+def seated_players(conn: Connection, table_id: str) -> list[str]:
+    """The players seated at ``table_id``, in seat order."""
+    c = t.casino_seats.c
+    rows = conn.execute(
+        select(c.player_id).where(c.table_id == table_id).order_by(c.seat, c.player_id)
+    ).all()
+    return [str(r.player_id) for r in rows]
+
+
+def tables_with_seats(conn: Connection, game: str) -> list[str]:
+    c = t.casino_seats.c
+    rows = conn.execute(select(c.table_id).where(c.game == game).distinct()).all()
+    return sorted(str(r.table_id) for r in rows)
+
+
+def latest_round(conn: Connection, table_id: str) -> RoundRow | None:
+    """The table's most recent round (its open one, if any)."""
+    c = t.casino_rounds.c
+    row = conn.execute(
+        select(t.casino_rounds)
+        .where(c.table_id == table_id)
+        .order_by((c.status == OPEN).desc(), c.created_at.desc(), c.game_number.desc())
+        .limit(1)
+    ).first()
+    return None if row is None else _round(row)
+
+
+def open_tables(conn: Connection, game: str) -> list[str]:
+    c = t.casino_rounds.c
+    rows = conn.execute(select(c.table_id).where(c.game == game, c.status == OPEN).distinct()).all()
+    return sorted(str(r.table_id) for r in rows)
+
+
+def add_uth_players(conn: Connection, round_id: str, table_id: str, players: Sequence[str]) -> None:
+    """The players with stakes in a UTH round (each once)."""
+    u = t.casino_uth_players.c
+    for p in dict.fromkeys(players):
+        exists = conn.execute(
+            select(u.player_id).where(u.round_id == round_id, u.player_id == p)
+        ).first()
+        if exists is None:
+            conn.execute(
+                insert(t.casino_uth_players).values(
+                    round_id=round_id,
+                    player_id=p,
+                    table_id=table_id,
+                    acknowledged=False,
+                    created_at=datetime.now(UTC),
+                )
+            )
+
+
+def uth_player(conn: Connection, round_id: str, player_id: str) -> bool | None:
+    """Whether ``player_id`` acknowledged UTH round ``round_id`` (None: no stakes in it)."""
+    u = t.casino_uth_players.c
+    row = conn.execute(
+        select(u.acknowledged).where(u.round_id == round_id, u.player_id == player_id)
+    ).first()
+    return None if row is None else bool(row.acknowledged)
+
+
+def uth_unfinished(conn: Connection, player_id: str) -> list[str]:
+    """The UTH rounds whose result ``player_id`` has not acknowledged, oldest first."""
+    u = t.casino_uth_players.c
+    rows = conn.execute(
+        select(u.round_id)
+        .where(u.player_id == player_id, u.acknowledged.is_(False))
+        .order_by(u.created_at, u.round_id)
+    ).all()
+    return [str(r.round_id) for r in rows]
+
+
+def ack_uth(conn: Connection, round_id: str, player_id: str) -> bool:
+    u = t.casino_uth_players.c
+    res = conn.execute(
+        update(t.casino_uth_players)
+        .where(u.round_id == round_id, u.player_id == player_id, u.acknowledged.is_(False))
+        .values(acknowledged=True)
+    )
+    return res.rowcount == 1

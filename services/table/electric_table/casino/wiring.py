@@ -4,6 +4,8 @@ The wallet is reached at ``ELECTRIC_WALLET_TARGET`` with the table's own service
 At start every open round is replayed and the auto-void rule applied (handlers module doc);
 the owed wallet calls then run in the background (``casino-wallet``), and registration's
 casino seats are consumed (``casino-seats``, :mod:`electric_table.casino.consumers`).
+Live UTH tables (:mod:`uth_tables`) are loaded and driven (:mod:`uth_driver`); left intents
+are swept every 30 s (``casino-intent-sweep``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ from electric_table.casino.api import CasinoApi
 from electric_table.casino.consumers import seats_worker
 from electric_table.casino.handlers import CasinoHandlers
 from electric_table.casino.metrics import CasinoMetrics
+from electric_table.casino.uth_driver import UthDriver
+from electric_table.casino.uth_tables import UthTables, uth_config
+from electric_table.casino.uth_tables import pause_ms as uth_pause_ms
 
 #: Kafka group of the seats subscription: ``<ELECTRIC_TABLE_CONSUMER_GROUP>.casino`` when that
 #: is set (isolating a deployment or a test), else the consumer name ``table.casino_seats``.
@@ -30,6 +35,8 @@ CONSUMER_GROUP_ENV = "ELECTRIC_TABLE_CONSUMER_GROUP"
 
 #: The casino handlers of each started host (tests look them up here).
 CASINO: dict[int, CasinoHandlers] = {}
+#: The live UTH tables of each started host.
+UTH: dict[int, UthTables] = {}
 
 
 async def setup_casino(host: ServiceHost, path: EventPath) -> CasinoHandlers | None:
@@ -42,14 +49,21 @@ async def setup_casino(host: ServiceHost, path: EventPath) -> CasinoHandlers | N
     wallet = WalletClient.connect(host.config.target("wallet"), tokens)
     metrics = CasinoMetrics(host.metrics.registry)
     engine, store = path.engine, path.store
-    handlers = CasinoHandlers(engine, store, wallet, load_config(), metrics)
+    handlers = CasinoHandlers(engine, store, wallet, uth_config(load_config()), metrics)
     metrics.watch(lambda: float(handlers.count_unfinished()))
+    metrics.configure(handlers.config.version)
     recovered = await handlers.recover()
+    uth = UthTables(handlers, handlers.config, pause_ms=uth_pause_ms(), stopping=host.stopping)
+    UthDriver(uth)
+    recovered.update(await uth.recover())
     host.log.info("table.casino_recovered", **recovered)
     CASINO[id(host)] = handlers
+    UTH[id(host)] = uth
 
     async def close() -> None:
         CASINO.pop(id(host), None)
+        UTH.pop(id(host), None)
+        await uth.close()
         await wallet.close()
 
     host.on_shutdown(close)
@@ -58,9 +72,15 @@ async def setup_casino(host: ServiceHost, path: EventPath) -> CasinoHandlers | N
     watch_consumers(host, seats)
     host.add_background("casino-seats", lambda: seats.run(host.stopping), restart=True)
     host.add_background("casino-wallet", lambda: handlers.work.run(host.stopping), restart=True)
+    host.add_background(
+        "casino-intent-sweep", lambda: handlers.run_sweeper(host.stopping), restart=True
+    )
+    host.add_background(
+        "casino-uth-tables", lambda: uth.host_seated_tables(host.stopping), restart=True
+    )
     host.add_service(
         casino_pb2.DESCRIPTOR.services_by_name["CasinoTableService"],
         casino_pb2_grpc.add_CasinoTableServiceServicer_to_server,
-        CasinoApi(handlers),
+        CasinoApi(handlers, uth, host.stopping),
     )
     return handlers

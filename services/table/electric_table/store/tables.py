@@ -13,11 +13,13 @@ from sqlalchemy import (
     Boolean,
     Column,
     DateTime,
+    Index,
     Integer,
     MetaData,
     String,
     Table,
     Text,
+    text,
 )
 
 #: Alembic revisions of the table service's own tables.
@@ -116,6 +118,15 @@ casino_rounds = Table(
     Column("stream_version", BigInteger, nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
 )
+#: One open THB round per table and player (migration table_0005).
+Index(
+    "uq_table_casino_rounds_open_thb",
+    casino_rounds.c.table_id,
+    casino_rounds.c.player_id,
+    unique=True,
+    postgresql_where=text("status = 'open' AND game = 'thb'"),
+    sqlite_where=text("status = 'open' AND game = 'thb'"),
+)
 
 #: One row per bet: its wallet reservation (transfer id = bet_id) and the call settlement
 #: owes on it (``post`` / ``void``), done by the owed-work runner.
@@ -131,6 +142,18 @@ casino_bets = Table(
     Column("owed_op", String(8), nullable=False),
     Column("op_done", Boolean, nullable=False),
     Column("last_error", Text, nullable=False),
+)
+
+#: The players with stakes in each live UTH round (rows added when betting closes, or by a
+#: void), and whether each saw the result (AckResult).
+casino_uth_players = Table(
+    "table_casino_uth_players",
+    metadata,
+    Column("round_id", String(64), primary_key=True),
+    Column("player_id", String(200), primary_key=True, index=True),
+    Column("table_id", String(64), nullable=False),
+    Column("acknowledged", Boolean, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
 )
 
 #: Who may bet where: registration's CasinoSeatTaken adds a row, CasinoSeatReleased (same

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from .postgres import pipeline
 from .repository import (
+    guarded,
     load,
     load_for_resolution,
     load_transfer,
@@ -32,6 +33,7 @@ __all__ = [
     "entries",
     "entry_from_row",
     "entry_row",
+    "guarded",
     "load",
     "load_for_resolution",
     "load_transfer",

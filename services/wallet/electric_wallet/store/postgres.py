@@ -20,6 +20,9 @@ from sqlalchemy.exc import DBAPIError
 from .. import domain as d
 from .rows import account_from_row, entry_row, transfer_from_row, transfer_row
 
+#: Kinds that may go negative: never locked (no balance check can fail on them).
+_UNGUARDED = sorted(int(k) for k in d.MAY_GO_NEGATIVE)
+
 _ACCOUNT_COLUMNS = "account_id, kind, player_id, posted, reserved, incoming"
 _TRANSFER_COLUMNS = (
     "transfer_id, state, spec, legs, posted_legs, amount, posted_amount, code, created_at, "
@@ -29,11 +32,23 @@ _PG_ACCOUNTS = (
     f"SELECT {_ACCOUNT_COLUMNS} FROM wallet_accounts WHERE account_id = ANY(%s) ORDER BY account_id"
 )
 _PG_LOCK_ACCOUNTS = f"{_PG_ACCOUNTS} FOR UPDATE"
-_PG_LOCK_TRANSFER_ACCOUNTS = (
+# A post/void locks only the accounts its transfer DEBITS (leg element 0) whose kind must
+# stay non-negative (``guarded_kinds``), then reads every account of its legs unlocked.
+_PG_LEG_ACCOUNTS = (
     f"SELECT {_ACCOUNT_COLUMNS} FROM wallet_accounts WHERE account_id IN ("
     " SELECT leg.value ->> side.k FROM wallet_transfers AS t,"
     " jsonb_array_elements(t.legs::jsonb) AS leg, (VALUES (0), (1)) AS side(k)"
-    " WHERE t.transfer_id = %s) ORDER BY account_id FOR UPDATE"
+    " WHERE t.transfer_id = %s) ORDER BY account_id"
+)
+_PG_LOCK_TRANSFER_DEBITS = (
+    "SELECT account_id FROM wallet_accounts WHERE account_id IN ("
+    " SELECT leg.value ->> 0 FROM wallet_transfers AS t,"
+    " jsonb_array_elements(t.legs::jsonb) AS leg WHERE t.transfer_id = %s)"
+    " AND kind <> ALL(%s) ORDER BY account_id FOR UPDATE"
+)
+_PG_LOCK_IDS = (
+    "SELECT account_id FROM wallet_accounts WHERE account_id = ANY(%s)"
+    " ORDER BY account_id FOR UPDATE"
 )
 _PG_TRANSFERS = f"SELECT {_TRANSFER_COLUMNS} FROM wallet_transfers WHERE transfer_id = ANY(%s)"
 
@@ -58,10 +73,12 @@ _PG_SAVE = (
     " RETURNING 1),"
     " changed_accounts AS ("
     " UPDATE wallet_accounts AS a"
-    " SET posted = x.posted, reserved = x.reserved, incoming = x.incoming"
+    " SET posted = a.posted + x.dp, reserved = a.reserved + x.dr, incoming = a.incoming + x.di"
     " FROM jsonb_to_recordset(%(changed_accounts)s::jsonb)"
-    " AS x(account_id text, posted bigint, reserved bigint, incoming bigint)"
-    " WHERE a.account_id = x.account_id RETURNING 1),"
+    " AS x(account_id text, dp bigint, dr bigint, di bigint, posted bigint, reserved bigint)"
+    " WHERE a.account_id = x.account_id"
+    " RETURNING a.account_id, a.posted - x.posted AS off_posted,"
+    " (a.posted - a.reserved) - (x.posted - x.reserved) AS off_available),"
     " new_transfers AS ("
     f" INSERT INTO wallet_transfers ({_TRANSFER_COLUMNS})"
     " SELECT transfer_id, state, decode(spec, 'hex'), legs, posted_legs, amount,"
@@ -79,11 +96,13 @@ _PG_SAVE = (
     " INSERT INTO wallet_entries (account_id, player_id, account_kind, transfer_id,"
     " entry_type, amount, posted_after, available_after, code, memo, occurred_at)"
     " SELECT x.account_id, x.player_id, x.account_kind, x.transfer_id, x.entry_type,"
-    " x.amount, x.posted_after, x.available_after, x.code, x.memo, x.occurred_at"
-    " FROM jsonb_array_elements(%(entries)s::jsonb) WITH ORDINALITY AS e(doc, ord),"
-    " jsonb_to_record(e.doc) AS x(account_id text, player_id text, account_kind int,"
-    " transfer_id text, entry_type int, amount bigint, posted_after bigint,"
+    " x.amount, x.posted_after + coalesce(c.off_posted, 0),"
+    " x.available_after + coalesce(c.off_available, 0), x.code, x.memo, x.occurred_at"
+    " FROM jsonb_array_elements(%(entries)s::jsonb) WITH ORDINALITY AS e(doc, ord)"
+    " CROSS JOIN LATERAL jsonb_to_record(e.doc) AS x(account_id text, player_id text,"
+    " account_kind int, transfer_id text, entry_type int, amount bigint, posted_after bigint,"
     " available_after bigint, code text, memo text, occurred_at timestamptz)"
+    " LEFT JOIN changed_accounts AS c ON c.account_id = x.account_id"
     " ORDER BY e.ord RETURNING 1)"
     " SELECT (SELECT count(*) FROM new_accounts), (SELECT count(*) FROM changed_accounts),"
     " (SELECT count(*) FROM new_transfers), (SELECT count(*) FROM changed_transfers),"
@@ -127,10 +146,14 @@ def pg_load(
     raw: Any,
     ids: list[str],
     tids: list[str],
-    lock: bool,
+    lock: bool | list[str],
     *,
     by_transfer: bool = False,
 ) -> d.Ledger:
+    """Accounts ``ids`` and transfers ``tids`` in one pipeline. ``lock``: True = every
+    account ``FOR UPDATE``; a list = only those (locked first, then all read). With
+    ``by_transfer`` ``ids[0]`` is a transfer: its debited guarded accounts are locked and
+    all accounts of its legs read."""
     import psycopg
     from psycopg.rows import namedtuple_row
 
@@ -144,7 +167,12 @@ def pg_load(
         ):
             with raw.pipeline():
                 if by_transfer:
-                    acc.execute(_PG_LOCK_TRANSFER_ACCOUNTS, (ids[0],))
+                    raw.cursor().execute(_PG_LOCK_TRANSFER_DEBITS, (ids[0], _UNGUARDED))
+                    acc.execute(_PG_LEG_ACCOUNTS, (ids[0],))
+                elif ids and isinstance(lock, list):
+                    if lock:
+                        raw.cursor().execute(_PG_LOCK_IDS, (lock,))
+                    acc.execute(_PG_ACCOUNTS, (ids,))
                 elif ids:
                     acc.execute(_PG_LOCK_ACCOUNTS if lock else _PG_ACCOUNTS, (ids,))
                 if tids:
@@ -185,10 +213,20 @@ def pg_save(
                 "opened_at": event.occurred_at.isoformat(),
             }
         )
+    # Relative updates (accounts that are only credited are not locked: another writer
+    # may have moved them since they were read). The expected final balances travel along:
+    # the database's actual ones minus them is the offset of this command's statement lines.
     changed_accounts = [
-        {"account_id": aid, "posted": a.posted, "reserved": a.reserved, "incoming": a.incoming}
+        {
+            "account_id": aid,
+            "dp": a.posted - b.posted,
+            "dr": a.reserved - b.reserved,
+            "di": a.incoming - b.incoming,
+            "posted": a.posted,
+            "reserved": a.reserved,
+        }
         for aid in sorted(touched - new_ids)
-        for a in (state.accounts[aid],)
+        for a, b in ((state.accounts[aid], before.accounts[aid]),)
     ]
     tids = sorted(touched_transfers)
     params = {

@@ -13,7 +13,6 @@ On PostgreSQL with psycopg 3 the same reads and writes take the fast path of
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Sequence
 
 from electric_eventlog.migrate import migrate as migrate_eventlog
@@ -38,28 +37,41 @@ def migrate(engine: Engine) -> None:
 # --------------------------------------------------------------------------- commands
 
 
+def guarded(account_ids: Iterable[str]) -> list[str]:
+    """The accounts among ``account_ids`` whose kind must stay non-negative, sorted: the
+    only ones a debit needs to lock (docs/wallet.md, "Concurrency and locking")."""
+    out = set()
+    for aid in account_ids:
+        parsed = d.parse_account_id(aid)
+        if parsed is not None and parsed[0] not in d.MAY_GO_NEGATIVE:
+            out.add(aid)
+    return sorted(out)
+
+
 def load(
     conn: Connection,
     account_ids: Iterable[str],
     transfer_ids: Iterable[str] = (),
     *,
-    lock: bool = False,
+    lock: bool | Iterable[str] = False,
 ) -> d.Ledger:
     """A partial ledger with the given accounts (those that exist) and transfers.
 
-    ``lock`` takes ``FOR UPDATE`` row locks on the accounts in account-id order (no-op on
-    SQLite, whose writer lock is already exclusive)."""
+    ``lock``: True takes ``FOR UPDATE`` row locks on every account, an iterable of ids
+    only on those (in account-id order, before the accounts are read; a no-op on SQLite,
+    whose writer lock is already exclusive)."""
     ids = sorted(set(account_ids))
     tids = sorted(set(transfer_ids))
+    locks: bool | list[str] = lock if isinstance(lock, bool) else sorted(set(lock))
     raw = psycopg_of(conn)
     if raw is not None:
-        return pg_load(conn, raw, ids, tids, lock)
+        return pg_load(conn, raw, ids, tids, locks)
     ledger = d.Ledger()
     if ids:
         query = (
             select(accounts).where(accounts.c.account_id.in_(ids)).order_by(accounts.c.account_id)
         )
-        if lock:
+        if locks:
             query = query.with_for_update()
         for row in conn.execute(query):
             ledger.accounts[row.account_id] = account_from_row(row)
@@ -102,7 +114,7 @@ def save(
     ``queue`` (PostgreSQL, inside :func:`pipeline`): send the write without waiting for
     its result; it travels with the next statement that syncs (the event store's
     position allocation), and an error in it is raised there."""
-    state = copy.deepcopy(before)
+    state = before.clone()
     opened: list[d.AccountOpened] = []
     lines: list[d.Entry] = []
     touched: set[str] = set()
@@ -137,31 +149,35 @@ def save(
                     "account_id": event.account_id,
                     "kind": int(event.kind),
                     "player_id": event.player_id,
-                    "posted": 0,
-                    "reserved": 0,
-                    "incoming": 0,
+                    "posted": state.accounts[event.account_id].posted,
+                    "reserved": state.accounts[event.account_id].reserved,
+                    "incoming": state.accounts[event.account_id].incoming,
                     "opened_at": event.occurred_at,
                 }
                 for event in opened
             ],
         )
-    if touched:
+    new_ids = {event.account_id for event in opened}
+    if touched - new_ids:
+        # Relative, like the PostgreSQL path (there credited accounts are not locked);
+        # SQLite's single writer makes the lines' balances exact without an offset.
+        a = accounts.c
         conn.execute(
             update(accounts)
-            .where(accounts.c.account_id == bindparam("aid"))
+            .where(a.account_id == bindparam("aid"))
             .values(
-                posted=bindparam("new_posted"),
-                reserved=bindparam("new_reserved"),
-                incoming=bindparam("new_incoming"),
+                posted=a.posted + bindparam("dp"),
+                reserved=a.reserved + bindparam("dr"),
+                incoming=a.incoming + bindparam("di"),
             ),
             [
                 {
                     "aid": aid,
-                    "new_posted": state.accounts[aid].posted,
-                    "new_reserved": state.accounts[aid].reserved,
-                    "new_incoming": state.accounts[aid].incoming,
+                    "dp": state.accounts[aid].posted - before.accounts[aid].posted,
+                    "dr": state.accounts[aid].reserved - before.accounts[aid].reserved,
+                    "di": state.accounts[aid].incoming - before.accounts[aid].incoming,
                 }
-                for aid in sorted(touched)
+                for aid in sorted(touched - new_ids)
             ],
         )
     for tid in sorted(touched_transfers):

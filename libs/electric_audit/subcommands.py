@@ -1,0 +1,165 @@
+"""The story and export subcommands of ``electric-audit``: ``tournament ID``, ``round ID`` and
+``export``. They take the same sources as ``events`` / ``verify`` (``--store URL``
+repeatable, read-only; ``--kafka HOST:PORT`` from offset 0) and the same exit status: 0 every
+check passes, 1 a check fails (or the id is not found), 2 a usage or connection error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from electric_audit import export
+from electric_audit.checks import CheckResult
+from electric_audit.commands import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    _add_sources,
+    _moment,
+    load_sources,
+    result_text,
+)
+from electric_audit.sources import Source, SourceError
+from electric_audit.story import tournament_story
+
+COMMANDS = ("tournament", "round", "export")
+
+
+def add_parsers(sub: Any) -> None:
+    """Register ``tournament``, ``round`` and ``export`` on the CLI's subparsers."""
+    p_tournament = sub.add_parser("tournament", help="the whole story of one tournament, checked")
+    p_tournament.add_argument("id", help="tournament id (= its table id)")
+    _add_sources(p_tournament)
+    p_round = sub.add_parser("round", help="the whole story of one THB or UTH round, checked")
+    p_round.add_argument("id", help="casino round id")
+    _add_sources(p_round)
+    p_export = sub.add_parser("export", help="hand histories as PHH and PokerStars-style text")
+    _add_sources(p_export)
+    export.add_arguments(p_export)
+    p_export.add_argument("--since", type=_moment, help="hands started at or after (ISO 8601)")
+    p_export.add_argument("--until", type=_moment, help="hands started at or before (ISO 8601)")
+    p_export.add_argument(
+        "--validate",
+        action="store_true",
+        help="read both formats back with pokerkit (an independent parser); fail on any hand",
+    )
+
+
+def write_results(results: list[CheckResult], as_json: bool) -> bool:
+    """Print the checks (text or JSON lines); True when all pass."""
+    write = sys.stdout.write
+    for result in results:
+        if as_json:
+            record = {
+                "check": result.name,
+                "ok": result.ok,
+                "checked": result.checked,
+                "failed": result.failed,
+                "first_failure": result.first_failure,
+            }
+            write(json.dumps(record) + "\n")
+        else:
+            write(result_text(result) + "\n")
+    return all(r.ok for r in results)
+
+
+def _tournament(args: argparse.Namespace, sources: list[Source]) -> int:
+    story = tournament_story(sources, args.id)
+    write = sys.stdout.write
+    if not story.found:
+        message = f"tournament {args.id}: no events in the sources given"
+        write((json.dumps({"error": message}) if args.json else message) + "\n")
+        return EXIT_FAILED
+    if not args.json:
+        write(f"tournament {args.id}\n")
+    for topic, text in story.facts:
+        if args.json:
+            write(json.dumps({"fact": topic, "text": text}) + "\n")
+        else:
+            write(f"  {topic:<9} {text}\n")
+    if not args.json:
+        write("checks:\n")
+    ok = write_results(story.results, args.json)
+    if not args.json:
+        write("all checks pass\n" if ok else "SOME CHECKS FAILED\n")
+    return EXIT_OK if ok else EXIT_FAILED
+
+
+def _round(args: argparse.Namespace, sources: list[Source]) -> int:
+    from electric_audit.rounds import round_story
+
+    story = round_story(sources, args.id)
+    write = sys.stdout.write
+    if not story.found:
+        message = f"round {args.id}: no events in the sources given"
+        write((json.dumps({"error": message}) if args.json else message) + "\n")
+        return EXIT_FAILED
+    if not args.json:
+        write(f"round {args.id}\n")
+    for topic, text in story.facts:
+        if args.json:
+            write(json.dumps({"fact": topic, "text": text}) + "\n")
+        else:
+            write(f"  {topic:<9} {text}\n")
+    if not args.json:
+        write("checks:\n")
+    ok = write_results(story.results, args.json)
+    if not args.json:
+        write("all checks pass\n" if ok else "SOME CHECKS FAILED\n")
+    return EXIT_OK if ok else EXIT_FAILED
+
+
+def _export(args: argparse.Namespace, sources: list[Source]) -> int:
+    code = export.run_export(args, sources)
+    if not args.validate:
+        return code
+    from electric_audit.validate import ValidatorMissing, validate_documents
+
+    keep = export.HandFilter(args.tournament, args.table, args.player, args.since, args.until)
+    hands = export.select_hands(sources, keep).hands
+    try:
+        result = validate_documents(
+            hands,
+            export.phhs_document(hands),
+            export.pokerstars_document(hands, export.rakes_of(sources)),
+        )
+    except ValidatorMissing as exc:
+        sys.stderr.write(f"electric-audit export --validate: {exc}\n")
+        return EXIT_USAGE
+    report = {
+        "validated_phh": result.phh_checked,
+        "validated_pokerstars": result.text_checked,
+        "validation_failed": len(result.failures),
+        "first_validation_failure": result.failures[0] if result.failures else None,
+    }
+    out = sys.stdout if args.out else sys.stderr
+    if args.json:
+        out.write(json.dumps(report) + "\n")
+    else:
+        out.write(
+            f"pokerkit read back {result.phh_checked} PHH and {result.text_checked} "
+            f"PokerStars-style hands, {len(result.failures)} failed\n"
+        )
+        if result.failures:
+            out.write(f"first failure: {result.failures[0]}\n")
+    return code if result.ok else EXIT_FAILED
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``tournament``, ``round`` or ``export``; returns the exit status."""
+    if not args.store and not args.kafka:
+        sys.stderr.write(f"electric-audit {args.command}: give --store URL and/or --kafka\n")
+        return EXIT_USAGE
+    try:
+        sources = load_sources(args)
+    except SourceError as exc:
+        sys.stderr.write(f"electric-audit {args.command}: cannot read {exc}\n")
+        return EXIT_USAGE
+    if args.command == "tournament":
+        return _tournament(args, sources)
+    if args.command == "round":
+        return _round(args, sources)
+    return _export(args, sources)

@@ -1,0 +1,550 @@
+"""Live Ultimate Texas Hold'em tables (``uth-<n>``): one live round per table, in memory.
+
+Each table has one :class:`LiveTable`: its current (or last) round replayed from its stream
+``casino-<round_id>`` with its :class:`~electric_table.casino.uth_records.UthBook`, an
+``asyncio.Lock`` every change runs under, and a driver task (:mod:`uth_driver`) that feeds
+``Tick(now)`` at the round's next wake-up and opens the next round (the seated players, the
+previous bets for REPEAT) a pause after one ends.
+
+Command path (PlaceBets, Decide, VoidRound): lock → de-duplicate by request id → catch the
+round up to ``now`` (a ``Tick``, committed on its own: the catch-up events stand even if the
+command is then refused) → the domain decides on the live round → each new reservation: an
+*intent* row, then the wallet reservation (a partially refused action voids the ones it made)
+→ ONE transaction: append (expected version), bets placed, wallet calls owed (UNDO/CLEAR:
+void at once; settlement: post won/lost spots, void pushed ones and every reservation
+without a result), round row, request row → the owed calls run. Any failure after the
+domain changed the live round reloads it from its stream.
+
+**Restart.** Every table with an open round (or seated players) is loaded; its driver's
+first Tick resolves the windows that expired meanwhile (auto-check, auto-fold, settlement).
+An intent of an open UTH round (crash between reservation and append) is voided when the
+round ends — the round never placed that bet, so it continues consistently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import os
+import re
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import electric_domain.casino.uth.events as uth
+from electric.table.v1 import casino_events_pb2 as cev
+from electric_domain.casino.common.config import CasinoConfig
+from electric_domain.casino.common.errors import Rejected, RejectReason
+from electric_domain.casino.common.game_number import next_game_number
+from electric_domain.casino.uth.round import BETTING, UthRound
+from electric_platform import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
+from sqlalchemy import Connection
+
+from electric_table.casino import money, repo, uth_records
+from electric_table.casino.handlers import CasinoHandlers, casino_stream, refusal
+from electric_table.casino.uth_recovery import void_unreplayable
+
+log = logging.getLogger(__name__)
+
+UTH_TABLE = re.compile(r"^uth-[0-9]+$")
+#: Window lengths from the environment (ms); unset = the casino configuration's.
+GREEN_ENV, YELLOW_ENV = "ELECTRIC_TABLE_UTH_GREEN_MS", "ELECTRIC_TABLE_UTH_YELLOW_MS"
+DECISION_ENV, PAUSE_ENV = "ELECTRIC_TABLE_UTH_DECISION_MS", "ELECTRIC_TABLE_UTH_PAUSE_MS"
+DEFAULT_PAUSE_MS = 3000
+
+Request = tuple[str, str, str]
+
+
+def uth_config(config: CasinoConfig, environ: dict[str, str] | None = None) -> CasinoConfig:
+    """``config`` with the UTH windows overridden from the environment."""
+    env = dict(os.environ) if environ is None else environ
+    u = config.uth
+    green, yellow, decision = (
+        int(env[var]) if env.get(var, "").strip() else default
+        for var, default in (
+            (GREEN_ENV, u.green_ms),
+            (YELLOW_ENV, u.yellow_ms),
+            (DECISION_ENV, u.decision_ms),
+        )
+    )
+    if (green, yellow, decision) == (u.green_ms, u.yellow_ms, u.decision_ms):
+        return config
+    timed = dataclasses.replace(u, green_ms=green, yellow_ms=yellow, decision_ms=decision)
+    return dataclasses.replace(config, uth=timed)
+
+
+def pause_ms(environ: dict[str, str] | None = None) -> int:
+    env = dict(os.environ) if environ is None else environ
+    text = env.get(PAUSE_ENV, "").strip()
+    return int(text) if text else DEFAULT_PAUSE_MS
+
+
+@dataclass
+class LiveTable:
+    table_id: str
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    kick: asyncio.Event = field(default_factory=asyncio.Event)
+    round: UthRound | None = None
+    book: uth_records.UthBook | None = None
+    row: repo.RoundRow | None = None
+    version: int = 0
+    next_open_at: int | None = None
+    seated: int = 0
+    broken: str = ""
+    task: asyncio.Task[None] | None = None
+    _changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def changed(self) -> asyncio.Event:
+        """Set at the next change (wait on it, then read the new state)."""
+        return self._changed
+
+    def notify(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    @property
+    def live(self) -> bool:
+        return self.round is not None and not self.round.finished
+
+    def seat_of(self, player_id: str) -> int | None:
+        if self.round is None:
+            return None
+        for i, s in enumerate(self.round.state.seats):
+            if s.player == player_id:
+                return i
+        return None
+
+
+Loaded = tuple[repo.RoundRow | None, UthRound | None, uth_records.UthBook | None, int]
+
+
+class UthTables:
+    """The live UTH tables of this process (module doc)."""
+
+    def __init__(
+        self,
+        base: CasinoHandlers,
+        config: CasinoConfig,
+        *,
+        pause_ms: int = DEFAULT_PAUSE_MS,
+        stopping: asyncio.Event | None = None,
+    ) -> None:
+        self.base, self.config, self.pause_ms = base, config, pause_ms
+        self.engine, self.store = base.engine, base.store
+        self.stopping = stopping or asyncio.Event()
+        self.tables: dict[str, LiveTable] = {}
+        self.start_driver: Callable[[LiveTable], asyncio.Task[None]] | None = None
+        self._owed_tasks: set[asyncio.Task[None]] = set()
+
+    def now_ms(self) -> int:
+        return self.base.now_ms()
+
+    # ------------------------------------------------------------------------ loading
+
+    def _load(self, table_id: str) -> Loaded:
+        with self.engine.connect() as conn:
+            row = repo.latest_round(conn, table_id)
+        return self.load_round(row)
+
+    def load_round(self, row: repo.RoundRow | None) -> Loaded:
+        """The round of ``row`` replayed from its stream, with its book."""
+        if row is None:
+            return None, None, None, 0
+        table_id = row.table_id
+        with self.engine.connect() as conn:
+            envelopes = self.store.read_stream(conn, casino_stream(row.round_id))
+        book = uth_records.UthBook(table_id=table_id)
+        events = []
+        try:
+            for env in envelopes:
+                got = uth_records.decode(self.store.decode(env), row.seed_hex)
+                if got is not None:
+                    book.feed(*got)
+                    events.append(got[0])
+            return row, UthRound.replay(self.config, events), book, len(envelopes)
+        except Exception:
+            if row.status == repo.OPEN:
+                raise
+            return row, None, None, len(envelopes)  # an ended round voided from its rows
+
+    async def _reload(self, t: LiveTable) -> None:
+        t.row, t.round, t.book, t.version = await asyncio.to_thread(self._load, t.table_id)
+
+    async def table(self, table_id: str) -> LiveTable:
+        """The live table (loaded and driven from its first use). Only a table registration
+        seated someone at (or with rounds) is hosted: any other answers NOT_FOUND."""
+        if not UTH_TABLE.match(table_id):
+            raise InvalidArgument(f"table_id {table_id!r} is not a UTH table (uth-<n>)")
+        t = self.tables.get(table_id)
+        if t is not None:
+            return t
+        if not await asyncio.to_thread(self._known, table_id):
+            raise NotFound(f"UTH table {table_id!r} has no seated player yet; join it first")
+        t = self.tables.get(table_id)  # another caller may have loaded it meanwhile
+        if t is not None:
+            return t
+        t = LiveTable(table_id)
+        self.tables[table_id] = t
+        async with t.lock:
+            try:
+                await self._reload(t)
+            except Exception as exc:
+                log.error("uth.round_unreplayable", extra={"table_id": table_id, "error": str(exc)})
+                await self._auto_void(t)
+            if self.start_driver is not None and not t.broken:
+                t.task = self.start_driver(t)
+        return t
+
+    async def _auto_void(self, t: LiveTable) -> None:
+        """The open round cannot be replayed: void it from its rows (``uth_recovery``)."""
+        try:
+            with self.engine.connect() as conn:
+                row = repo.latest_round(conn, t.table_id)
+            if row is not None and row.status == repo.OPEN:
+                await asyncio.to_thread(void_unreplayable, self.engine, self.store, row.round_id)
+                self.base.metrics.voided.labels(uth_records.GAME).inc()
+                await self.base.run_owed(row.round_id)
+            await self._reload(t)
+        except Exception as exc:
+            t.broken = f"round cannot be replayed nor voided: {exc}"
+            log.error("uth.table_broken", extra={"table_id": t.table_id, "error": t.broken})
+
+    async def recover(self) -> dict[str, int]:
+        """Load every table with an open round or seated players (their drivers catch up)."""
+
+        def names() -> list[str]:
+            with self.engine.connect() as conn:
+                return sorted(
+                    set(repo.open_tables(conn, "uth")) | set(repo.tables_with_seats(conn, "uth"))
+                )
+
+        tables = [await self.table(n) for n in await asyncio.to_thread(names)]
+        return {
+            "uth_tables": len(tables),
+            "uth_open": sum(1 for t in tables if t.live),
+            "uth_broken": sum(1 for t in tables if t.broken),
+        }
+
+    async def host_seated_tables(self, stop: asyncio.Event, interval_s: float = 2.0) -> None:
+        """Background task ``casino-uth-tables``: every table registration seated someone at
+        is hosted (and so driven) even before anyone calls it."""
+        while not stop.is_set():
+            try:
+
+                def names() -> list[str]:
+                    with self.engine.connect() as conn:
+                        return repo.tables_with_seats(conn, uth_records.GAME)
+
+                for name in await asyncio.to_thread(names):
+                    if name not in self.tables and UTH_TABLE.match(name):
+                        await self.table(name)
+            except Exception as exc:
+                log.warning("uth.host_tables_failed", extra={"error": str(exc)})
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=interval_s)
+
+    async def close(self) -> None:
+        tasks = [t.task for t in self.tables.values() if t.task is not None]
+        tasks += list(self._owed_tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    # ---------------------------------------------------------------------- commands
+
+    async def place(
+        self, player: str, table_id: str, action: str, amount: int, request_id: str
+    ) -> LiveTable:
+        """One betting action (ante, trips, undo, double, repeat, clear) of ``player``."""
+        if not UTH_TABLE.match(table_id):
+            raise InvalidArgument(f"table_id {table_id!r} is not a UTH table (uth-<n>)")
+        if not await asyncio.to_thread(self._seated, table_id, player):
+            raise PermissionDenied(f"{player} has no seat at {table_id}: join the table first")
+        t = await self.table(table_id)
+        async with t.lock:
+            if await asyncio.to_thread(self.base._prior, player, request_id, "PlaceBets"):
+                return t
+            now = self.now_ms()
+            await self._tick(t, now)
+            if t.round is None or t.book is None:
+                raise FailedPrecondition(f"no round is open at {table_id} yet; retry shortly")
+            req: Request = (player, request_id, "PlaceBets")
+
+            def step(r: UthRound) -> None:
+                seat = t.seat_of(player)
+                if seat is None:
+                    r.handle(uth.TakeSeat(player, now))
+                    seat = len(r.state.seats) - 1
+                if action in ("ante", "trips"):
+                    r.handle(uth.PlaceBet(seat, action, amount, now))
+                elif action == "undo":
+                    r.handle(uth.Undo(seat, now))
+                elif action == "double":
+                    r.handle(uth.Double(seat, now))
+                elif action == "repeat":
+                    r.handle(uth.Repeat(seat, now))
+                else:  # clear
+                    if not r.state.seats[seat].actions:
+                        raise Rejected(RejectReason.NOTHING_TO_UNDO, "no bet to clear")
+                    while r.state.seats[seat].actions:
+                        r.handle(uth.Undo(seat, now))
+
+            await self._run(t, step, request=req)
+        return t
+
+    async def decide(self, player: str, round_id: str, action: str, request_id: str) -> LiveTable:
+        t = await self._table_of(round_id)
+        async with t.lock:
+            if await asyncio.to_thread(self.base._prior, player, request_id, "Decide"):
+                return t
+            now = self.now_ms()
+            await self._tick(t, now)
+            req: Request = (player, request_id, "Decide")
+            if t.book is None or t.book.round_id != round_id or not t.live:
+                err = FailedPrecondition(f"round {round_id} is over")
+                refuse = self.base._refuse
+                await asyncio.to_thread(refuse, player, request_id, "Decide", round_id, err)
+                raise err
+            seat = t.seat_of(player)
+            if seat is None:
+                raise PermissionDenied(f"{player} has no seat in round {round_id}")
+            await self._run(t, lambda r: r.handle(uth.Decide(seat, action, now)), request=req)
+        return t
+
+    async def void(self, operator: str, round_id: str, reason: str, request_id: str) -> None:
+        """Operator VoidRound of a UTH round: idempotent (a voided round answers OK)."""
+        t = await self._table_of(round_id)
+        async with t.lock:
+            if await asyncio.to_thread(self.base._prior, operator, request_id, "VoidRound"):
+                return
+            if t.book is None or t.book.round_id != round_id or not t.live:
+                with self.engine.connect() as conn:
+                    row = repo.get_round(conn, round_id)
+                if row is not None and row.status == repo.VOIDED:
+                    return
+                raise FailedPrecondition(f"round {round_id} is settled; it cannot be voided")
+            now = self.now_ms()
+            req: Request = (operator, request_id, "VoidRound")
+            await self._run(t, lambda r: r.handle(uth.Void(reason, now)), request=req, by=operator)
+        t.kick.set()
+
+    async def ack(self, player: str, round_id: str) -> None:
+        """AckResult of a UTH round by a player who had stakes in it (idempotent)."""
+        t = await self._table_of(round_id)
+        async with t.lock:
+            with self.engine.connect() as conn:
+                row = repo.get_round(conn, round_id)
+                seen = repo.uth_player(conn, round_id, player)
+            if row is None or seen is None:
+                raise PermissionDenied(f"{player} has no result in round {round_id}")
+            if row.status == repo.OPEN:
+                raise FailedPrecondition(f"round {round_id} has no result yet")
+            if seen:
+                return
+            msg = cev.CasinoResultAcknowledged(round_id=round_id, player_id=player)
+
+            def write(conn: Connection) -> None:
+                self.store.append(conn, casino_stream(round_id), row.stream_version, [msg])
+                repo.update_round(conn, round_id, stream_version=row.stream_version + 1)
+                repo.ack_uth(conn, round_id, player)
+
+            await self.base._tx(write, round_id)
+            if t.book is not None and t.book.round_id == round_id:
+                t.version += 1
+                t.notify()
+
+    async def _table_of(self, round_id: str) -> LiveTable:
+        with self.engine.connect() as conn:
+            row = repo.get_round(conn, round_id)
+        if row is None or row.game != uth_records.GAME:
+            raise NotFound(f"UTH round {round_id!r} not found")
+        return await self.table(row.table_id)
+
+    def _known(self, table_id: str) -> bool:
+        with self.engine.connect() as conn:
+            return bool(repo.seated_players(conn, table_id)) or (
+                repo.latest_round(conn, table_id) is not None
+            )
+
+    def _seated(self, table_id: str, player: str) -> bool:
+        with self.engine.connect() as conn:
+            return repo.seated(conn, table_id, player)
+
+    # ---------------------------------------------------------------- the driver's steps
+
+    async def _tick(self, t: LiveTable, now: int) -> None:
+        """Everything due up to ``now`` (lights, window closes, deal, timeouts), committed."""
+        if t.round is None or not t.live:
+            return
+        wake = t.round.next_wakeup_at()
+        if wake is not None and wake <= now:
+            await self._run(t, lambda r: r.handle(uth.Tick(now)), request=None)
+
+    async def open_next(self, t: LiveTable, players: list[str], now: int) -> None:
+        """Open the next round with ``players`` seated (under the table's lock)."""
+        previous: dict[str, tuple[uth.Placement, ...]] = {}
+        if t.round is not None:
+            for i, s in enumerate(t.round.state.seats):
+                if bets := t.round.final_bets(i):
+                    previous[s.player] = bets
+        code = t.table_id.replace("-", "").upper()
+        number = next_game_number(now, code, t.row.game_number if t.row else None)
+        round_id = "uth-r-" + uuid.uuid4().hex
+        rnd = UthRound.open(
+            self.config,
+            round_id=round_id,
+            game_number=number,
+            deck_seed=self.base.seed(),
+            at=now,
+            players=players,
+            previous_bets=previous,
+        )
+        book = uth_records.UthBook(table_id=t.table_id)
+        batch = book.translate(rnd.history)
+        seed_hex = rnd.state.seed_hex
+        row = repo.RoundRow(
+            round_id, t.table_id, uth_records.GAME, "", number, repo.OPEN, True, seed_hex, 0
+        )
+        old = (t.row, t.round, t.book, t.version)
+        t.row, t.round, t.book, t.version = row, rnd, book, 0
+        try:
+            await self._commit(t, batch, None, new_row=row)
+        except BaseException:
+            t.row, t.round, t.book, t.version = old
+            raise
+        self.base.metrics.started.labels(uth_records.GAME).inc()
+
+    # ---------------------------------------------------------------------- internals
+
+    async def _run(
+        self,
+        t: LiveTable,
+        step: Callable[[UthRound], object],
+        *,
+        request: Request | None,
+        by: str = "",
+    ) -> None:
+        rnd, book = t.round, t.book
+        assert rnd is not None and book is not None
+        start = len(rnd.history)
+        try:
+            step(rnd)
+        except Rejected as rej:
+            if len(rnd.history) > start:
+                await self._reload(t)
+            err = refusal(rej)
+            if request is not None:
+                who, rid, rpc = request
+                await asyncio.to_thread(self.base._refuse, who, rid, rpc, book.round_id, err)
+            raise err from rej
+        events = rnd.history[start:]
+        if not events:
+            return
+        try:
+            batch = book.translate(events, request_id=request[1] if request else "", voided_by=by)
+            await self._reserve(book.round_id, batch.new_bets)
+            await self._commit(t, batch, request)
+        except BaseException:
+            await self._reload(t)
+            raise
+
+    async def _reserve(self, round_id: str, bets: list[repo.BetRow]) -> None:
+        """Reserve the action's bets: their intents in one transaction, then the wallet
+        calls at once. A refused one leaves no intent; when any is refused, the others that
+        were reserved are voided (nothing of the action stands)."""
+        if not bets:
+            return
+
+        def intents() -> None:
+            with self.engine.begin() as conn:
+                for b in bets:
+                    repo.record_intent(conn, b)
+
+        await asyncio.to_thread(intents)
+        outcomes = await asyncio.gather(
+            *(money.reserve(self.base.wallet, b.bet_id, b.player_id, b.amount_cents) for b in bets),
+            return_exceptions=True,
+        )
+        refused = [
+            b.bet_id
+            for b, o in zip(bets, outcomes, strict=True)
+            if isinstance(o, FailedPrecondition)
+        ]
+        errors = [o for o in outcomes if isinstance(o, BaseException)]
+        if not errors:
+            return
+        reserved = [b.bet_id for b, o in zip(bets, outcomes, strict=True) if o is None]
+
+        def undo() -> None:
+            with self.engine.begin() as conn:
+                for bet_id in refused:  # never held: no intent (no auto-void rule for it)
+                    repo.forget_intent(conn, bet_id)
+                repo.owe(conn, {bet_id: repo.VOID for bet_id in reserved})
+
+        if refused:
+            await asyncio.to_thread(undo)
+            if reserved:
+                await self.base.run_owed(round_id)
+        raise errors[0]
+
+    async def _commit(
+        self,
+        t: LiveTable,
+        batch: uth_records.Batch,
+        request: Request | None,
+        *,
+        new_row: repo.RoundRow | None = None,
+    ) -> None:
+        assert t.book is not None
+        round_id, version, msgs = t.book.round_id, t.version, batch.msgs
+
+        def write(conn: Connection) -> None:
+            cause = request[1] if request else ""
+            self.store.append(conn, casino_stream(round_id), version, msgs, causation_id=cause)
+            if new_row is not None:
+                repo.insert_round(conn, new_row)
+            repo.mark_placed(conn, [b.bet_id for b in batch.new_bets])
+            owed = dict(batch.ops)
+            if batch.status == repo.VOIDED:
+                owed = {b.bet_id: repo.VOID for b in repo.bets(conn, round_id)}
+            elif batch.status == repo.SETTLED:
+                for b in repo.bets(conn, round_id):
+                    owed.setdefault(b.bet_id, repo.VOID)  # no result (an orphan): refunded
+            repo.owe(conn, owed)
+            if batch.players:
+                repo.add_uth_players(conn, round_id, t.table_id, batch.players)
+            new_version = version + len(msgs)
+            repo.update_round(conn, round_id, stream_version=new_version, status=batch.status)
+            if request is not None:
+                who, rid, rpc = request
+                repo.insert_request(conn, who, rid, repo.RequestRow(rpc, round_id, "OK", ""))
+
+        await self.base._tx(write, round_id)
+        t.version = version + len(msgs)
+        if batch.status is not None and t.row is not None:
+            t.row = dataclasses.replace(t.row, status=batch.status)
+        game = uth_records.GAME
+        m = self.base.metrics
+        m.handle.labels(game).inc(batch.staked)  # UTH: counted once the stakes are final
+        m.returned.labels(game).inc(batch.returned)
+        if batch.status == repo.SETTLED and batch.settled_seats:
+            self.base.metrics.settled.labels(game).inc()
+        elif batch.status == repo.VOIDED:
+            self.base.metrics.voided.labels(game).inc()
+        t.notify()
+        if batch.status is not None:
+            t.kick.set()
+        if batch.status is not None:
+            # a whole table's settlement: the owed calls run outside the table's lock (they
+            # are stored; the background loop retries what fails)
+            task = asyncio.create_task(self.base.run_owed(round_id), name=f"uth-owed-{round_id}")
+            self._owed_tasks.add(task)
+            task.add_done_callback(self._owed_tasks.discard)
+        elif batch.ops:
+            await self.base.run_owed(round_id)  # UNDO / CLEAR: done when the call answers
+
+
+__all__ = ["BETTING", "LiveTable", "UthTables", "pause_ms", "uth_config"]

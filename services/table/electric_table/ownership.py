@@ -1,0 +1,178 @@
+"""Which table-service instance owns which table (issue 17; design in docs/scaling.md).
+
+Two modes, chosen by ``ELECTRIC_TABLE_OWNERSHIP``:
+
+* ``single`` (default, today's behaviour): this instance owns every table; no fencing.
+* ``partitions``: a table belongs to the partition of ``electric.registration.events`` its
+  starting events are on (key ``registration-table-<id>``, Kafka's default partitioner:
+  murmur2), and this instance owns the tables of the partitions the consumer group
+  ``table.tournaments`` assigns to it. Kafka's group protocol is the membership: no
+  home-made election. On assignment the instance takes the fencing epoch of each table
+  (``electric_eventlog.fencing``) and rebuilds it from its events; on revocation it stops
+  the table's driver (timers, clocks, writes) and drops it from memory. Every write of a
+  table checks the epoch in the write's transaction, so an instance that lost a partition
+  while paused cannot append to its tables any more (``FencedError`` → ABORTED).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+
+from aiokafka import ConsumerRebalanceListener, TopicPartition
+from aiokafka.partitioner import murmur2
+from electric_eventlog import fencing, partitions_for
+from electric_eventlog.fencing import Fence
+from electric_platform.eventpath import EventPath
+from sqlalchemy import Engine
+
+from electric_table.runtime import TableManager, table_stream
+from electric_table.store import repo
+
+log = logging.getLogger(__name__)
+
+OWNERSHIP_ENV = "ELECTRIC_TABLE_OWNERSHIP"
+SINGLE = "single"
+PARTITIONS = "partitions"
+
+
+def ownership_mode(environ: Mapping[str, str] | None = None) -> str:
+    """``ELECTRIC_TABLE_OWNERSHIP``: ``single`` (default) or ``partitions``."""
+    env = os.environ if environ is None else environ
+    mode = env.get(OWNERSHIP_ENV, "").strip().lower() or SINGLE
+    if mode not in (SINGLE, PARTITIONS):
+        raise ValueError(f"{OWNERSHIP_ENV} must be {SINGLE!r} or {PARTITIONS!r}, got {mode!r}")
+    return mode
+
+
+def start_key(table_id: str) -> bytes:
+    """The Kafka key of the events that start and command ``table_id`` (registration's
+    table stream, ``registration-table-<id>``)."""
+    return f"registration-table-{table_id}".encode()
+
+
+def partition_for(table_id: str, partitions: int) -> int:
+    """The partition of ``table_id``'s starting events among ``partitions``: what Kafka's
+    default partitioner (Java client and aiokafka alike) picks for :func:`start_key`."""
+    if partitions <= 0:
+        raise ValueError(f"partitions must be > 0, got {partitions}")
+    return (int(murmur2(start_key(table_id))) & 0x7FFFFFFF) % partitions
+
+
+class PartitionOwnership:
+    """The tables this instance owns: those of its assigned partitions, fenced.
+
+    ``on_assigned`` / ``on_revoked`` are called by the consumer group's rebalance listener
+    (with the partition numbers of the registration topic); ``fence_for`` is the manager's
+    hook run before a table is rebuilt (``TableManager.fencer``)."""
+
+    def __init__(
+        self,
+        manager: TableManager,
+        engine: Engine,
+        *,
+        owner: str,
+        partitions: int,
+        live_ids: Callable[[], Awaitable[list[str]]] | None = None,
+    ) -> None:
+        self.manager = manager
+        self.engine = engine
+        #: Who takes the fences (an instance id or its advertised address, docs/scaling.md).
+        self.owner = owner
+        self.partitions = partitions
+        self.assigned: set[int] = set()
+        self._live_ids = live_ids
+
+    def owns(self, table_id: str) -> bool:
+        """Whether ``table_id`` is on a partition assigned to this instance."""
+        return partition_for(table_id, self.partitions) in self.assigned
+
+    def fence_for(self, table_id: str) -> Fence:
+        """Take ``table_id``'s fencing epoch for this instance (own transaction, committed
+        before the rebuild reads the stream, so the rebuild sees every write of the
+        previous owner and none can follow). Raises ``PermissionError`` for a table of a
+        partition not assigned here."""
+        if not self.owns(table_id):
+            raise PermissionError(f"table {table_id} is not on a partition of this instance")
+        resource = table_stream(table_id)
+        with self.engine.begin() as conn:
+            epoch = fencing.take(conn, resource, owner=self.owner)
+        log.info("table.fence_taken", extra={"table_id": table_id, "epoch": epoch})
+        return Fence(resource, epoch)
+
+    async def on_assigned(self, partitions: Iterable[int]) -> int:
+        """Own the tables of ``partitions``: rebuild every unfinished one (taking its
+        epoch) and resume its driver. Returns how many were loaded."""
+        new = set(partitions) - self.assigned
+        self.assigned |= new
+        ids = await (self._live_ids() if self._live_ids else self._stored_live_ids())
+        loaded = 0
+        for table_id in ids:
+            mine = partition_for(table_id, self.partitions) in new
+            if mine and await self.manager.load(table_id) is not None:
+                loaded += 1
+        log.info("table.partitions_assigned", extra={"partitions": sorted(new), "tables": loaded})
+        return loaded
+
+    async def on_revoked(self, partitions: Iterable[int]) -> int:
+        """Stop owning the tables of ``partitions``: stop their drivers and drop them."""
+        gone = set(partitions) & self.assigned
+        self.assigned -= gone
+        dropped = 0
+        for table_id in list(self.manager.tables):
+            if partition_for(table_id, self.partitions) in gone:
+                await self.manager.disown(table_id)
+                dropped += 1
+        log.info("table.partitions_revoked", extra={"partitions": sorted(gone), "tables": dropped})
+        return dropped
+
+    async def _stored_live_ids(self) -> list[str]:
+        def read() -> list[str]:
+            with self.engine.connect() as conn:
+                return repo.live_table_ids(conn)
+
+        return await asyncio.to_thread(read)
+
+
+class OwnershipListener(ConsumerRebalanceListener):  # type: ignore[misc]
+    """The consumer group's rebalance callbacks → :class:`PartitionOwnership`, for the
+    partitions of ``topic`` (the broker's name of the registration topic). aiokafka awaits
+    them inside the rebalance: revoked tables are stopped before another member is given
+    them (their fence stops a write that is already in flight), assigned ones are rebuilt
+    before this member fetches their partition's messages."""
+
+    def __init__(self, ownership: PartitionOwnership, topic: str) -> None:
+        self.ownership = ownership
+        self.topic = topic
+
+    def _mine(self, partitions: Iterable[TopicPartition]) -> list[int]:
+        return sorted(tp.partition for tp in partitions if tp.topic == self.topic)
+
+    async def on_partitions_revoked(self, revoked: Iterable[TopicPartition]) -> None:
+        """Stop driving the tables of the revoked partitions."""
+        await self.ownership.on_revoked(self._mine(revoked))
+
+    async def on_partitions_assigned(self, assigned: Iterable[TopicPartition]) -> None:
+        """Own (fence, rebuild, drive) the tables of the assigned partitions."""
+        await self.ownership.on_assigned(self._mine(assigned))
+
+
+async def own_by_partitions(
+    manager: TableManager, path: EventPath, group_id: str, topic: str
+) -> PartitionOwnership:
+    """Wire ``partitions`` ownership: fence every table this instance loads, and follow the
+    assignment of ``topic`` (the registration topic) to consumer group ``group_id``.
+    Needs Kafka (the in-process bus has no consumer group)."""
+    from electric_eventlog.kafka import KafkaBus, topic_partitions
+
+    bus = path.bus
+    if not isinstance(bus, KafkaBus):
+        raise ValueError(f"{OWNERSHIP_ENV}={PARTITIONS} needs Kafka (KAFKA_BOOTSTRAP_SERVERS)")
+    physical = bus.kafka_name(topic)
+    count = len(await topic_partitions(bus.bootstrap_servers, physical)) or partitions_for(topic)
+    ownership = PartitionOwnership(manager, path.engine, owner=path.instance_id, partitions=count)
+    manager.fencer = ownership.fence_for
+    bus.set_rebalance_listener(group_id, OwnershipListener(ownership, physical))
+    return ownership

@@ -1,0 +1,142 @@
+"""Live UTH rounds through the real table service and wallet, each round's events delivered
+TWICE to payout's casino handlers: every winning spot (ante, blind, play, trips — several
+placements per spot) is credited once, each player's cash is deposit − stakes lost + wins,
+and the casino bankroll moves by the opposite."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from electric.table.v1 import casino_pb2 as A
+from electric_clients.accounts import BANKROLL
+from electric_clients.wallet import WalletClient
+from electric_eventlog import (
+    ConsumerWorker,
+    EventStore,
+    IdempotentConsumer,
+    InProcessBus,
+    create_engine,
+    envelope_message,
+    migrate,
+    upgrade,
+)
+from electric_eventlog.bus import ReceivedMessage
+from electric_payout.casino.consumers import CasinoConsumers
+from electric_payout.casino.crediter import CasinoCrediter
+from electric_payout.casino.wins import CasinoWins
+from electric_payout.consumers import TABLE_CONSUMER, TABLE_TOPIC
+from electric_payout.store.tables import VERSIONS_DIR, metadata
+from electric_table.casino.handlers import casino_stream
+
+from tests.support import wallet_kit
+from tests.support.auth import token_source
+from tests.support.table_casino_kit import UthEnv, View, md, seat, table_host, windows
+
+ROUNDS = 5
+PLAYERS = ["ann", "ben", "cat", "dan"]
+ANTE, TRIPS = A.CASINO_BET_ACTION_ANTE, A.CASINO_BET_ACTION_TRIPS
+
+
+@pytest.fixture
+async def wallet(tmp_path: Path) -> AsyncIterator[wallet_kit.Env]:
+    async with wallet_kit.serve_wallet(f"sqlite:///{tmp_path}/wallet.db") as w:
+        yield w
+
+
+async def play_round(env: UthEnv, after: str) -> str:
+    """One round: each player Antes twice (two placements) and bets Trips, then plays 4x."""
+    v: View = await env.wait(
+        PLAYERS[0], lambda v: v.round_id != after and v.phase == "betting" and v.light == "green"
+    )
+    for p in PLAYERS:
+        await env.bet(p, ANTE, 200)
+        await env.bet(p, ANTE, 100)
+        await env.bet(p, TRIPS, 100)
+    await env.wait(PLAYERS[0], lambda x: x.round_id == v.round_id and x.phase == "preflop")
+    for p in PLAYERS:
+        await env.decide(p, v.round_id, A.CASINO_DECISION_PLAY_4X)
+    return str(v.round_id)
+
+
+async def test_uth_wins_are_credited_once_and_balances_reconcile(
+    tmp_path: Path, wallet: wallet_kit.Env
+) -> None:
+    for p in PLAYERS:
+        await wallet_kit.deposit(wallet, p, 100_000)
+    engine = create_engine(f"sqlite:///{tmp_path / 'payout.db'}")
+    migrate(engine)
+    upgrade(
+        engine,
+        versions_dir=VERSIONS_DIR,
+        version_table="alembic_version_payout",
+        target_metadata=metadata,
+    )
+    client = WalletClient.connect(wallet.target, token_source("payout"))
+    wins = CasinoWins(engine, EventStore(engine, producer="payout"))
+    crediter = CasinoCrediter(wins, client)
+    worker = ConsumerWorker(
+        engine=engine,
+        bus=InProcessBus(),
+        consumer=IdempotentConsumer(TABLE_CONSUMER),
+        topics=[TABLE_TOPIC],
+    )
+    CasinoConsumers(wins, on_owed=crediter.wake.set).register(worker)
+    bankroll_before = (await client.account(BANKROLL)).posted
+    lost = dict.fromkeys(PLAYERS, 0)
+    won = dict.fromkeys(PLAYERS, 0)
+    credits = 0
+    try:
+        async with table_host(tmp_path, wallet, windows(1500, 100, 3000, pause=100)) as env:
+            await seat(env, PLAYERS)
+            round_id = ""
+            for _ in range(ROUNDS):
+                round_id = await play_round(env, round_id)
+                for p in PLAYERS:
+                    for _ in range(500):
+                        r = (
+                            await env.casino.GetRound(
+                                A.GetRoundRequest(round_id=round_id), metadata=md(p)
+                            )
+                        ).round
+                        if r.status != "open":
+                            break
+                        await asyncio.sleep(0.01)
+                    assert r.status == "settled"
+                    for x in r.results:
+                        assert x.spot in ("ante", "blind", "play", "trips")
+                        if x.outcome == "lose":
+                            lost[p] += x.stake_cents
+                        elif x.outcome == "win":
+                            won[p] += x.win_cents
+                            credits += 1
+                with env.handlers.engine.connect() as conn:
+                    envelopes = env.handlers.store.read_stream(conn, casino_stream(round_id))
+                for e in [*envelopes, *envelopes]:  # every event delivered twice
+                    out = envelope_message(TABLE_TOPIC, e)
+                    await worker.handle(
+                        ReceivedMessage(out.topic, 0, 0, out.key, out.value, out.headers)
+                    )
+                for _ in range(300):  # the table posts stakes as owed work; payout retries
+                    await crediter.run_once()
+                    if not wins.owed():
+                        break
+                    await asyncio.sleep(0.02)
+                assert wins.owed() == []
+            for p in PLAYERS:  # the last round's posts run after its settlement
+                for _ in range(300):
+                    if (await wallet_kit.balance(wallet, p)).reserved == 0:
+                        break
+                    await asyncio.sleep(0.01)
+        for p in PLAYERS:
+            bal = await wallet_kit.balance(wallet, p)
+            assert (bal.cash, bal.reserved) == (100_000 - lost[p] + won[p], 0), p
+        moved = (await client.account(BANKROLL)).posted - bankroll_before
+        assert moved == sum(lost.values()) - sum(won.values())
+        assert worker.dead_lettered == 0
+        assert credits > 0, "no winning spot in the rounds played"
+    finally:
+        await client.close()
+        engine.dispose()

@@ -1,0 +1,353 @@
+"""The operations test of issue 15: the four services as separate processes on PostgreSQL and
+Kafka with bots playing, Debian's Prometheus and Alertmanager and the exporters
+(deploy/observability.sh), then:
+
+- `promtool check config` / `check rules` and `amtool check-config` pass;
+- every rule expression evaluates through the Prometheus API, and Prometheus reports every rule
+  healthy;
+- every panel query of every dashboard returns data over the run (a range query, as Grafana
+  asks for its time range), except the few of :func:`allowed_empty`, each with its reason;
+- stopping a service brings `ServiceDown`, unbalancing the run's ledger brings
+  `LedgerUnbalanced`, both through Alertmanager to the webhook receiver.
+
+Short intervals (scrape 5 s, rule evaluation 1 s) keep it to a few minutes; the alerts' own
+`for` (1 min for ServiceDown) is the longest wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from electric_bots.runner import BotRunner, BotRunnerConfig, Targets
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from tests.e2e.platform.platform_cluster import Cluster, run_cluster
+from tests.integration.ops.ops_queries import has_data, panels, rules
+from tests.support.auth import ISSUER_KEY
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
+
+ROOT = Path(__file__).resolve().parents[3]
+OBSERVABILITY = ROOT / "deploy" / "observability.sh"
+VERIFY = ROOT / "deploy" / "audit" / "verify_metrics.py"
+BINARIES = ("prometheus", "promtool", "prometheus-alertmanager", "amtool")
+BINARIES += ("prometheus-postgres-exporter",)
+SERVICES = ("registration", "table", "wallet", "payout")
+TOURNAMENTS = 6
+CLIENT_CODES = "CANCELLED|INVALID_ARGUMENT|NOT_FOUND|ALREADY_EXISTS|PERMISSION_DENIED"
+CLIENT_CODES += "|UNAUTHENTICATED|RESOURCE_EXHAUSTED|FAILED_PRECONDITION|ABORTED|OUT_OF_RANGE"
+T = TypeVar("T")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_for(what: str, probe: Callable[[], T | None], timeout: float) -> T:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = probe()
+        except OSError as exc:
+            last = exc
+        if last is not None and not isinstance(last, Exception):
+            found: T = last
+            return found
+        time.sleep(1)
+    raise AssertionError(f"{what} not seen within {timeout:.0f} s (last: {last!r})")
+
+
+@dataclass
+class OpsRun:
+    cluster: Cluster
+    env: dict[str, str]
+    obs_dir: Path
+    prometheus: str
+    #: When the stack came up (the start of a panel's time range).
+    started: float
+
+    def api(self, path: str, **params: str) -> Any:
+        url = f"{self.prometheus}/api/v1/{path}"
+        if params:
+            url += "?" + urllib.parse.urlencode(params)
+        with urllib.request.urlopen(url, timeout=20) as response:
+            body = json.loads(response.read())
+        assert body["status"] == "success", body
+        return body["data"]
+
+    def query(self, expr: str) -> list[dict[str, Any]]:
+        data = self.api("query", query=expr)
+        if data["resultType"] == "scalar":
+            return [{"metric": {}, "value": data["result"]}]
+        result: list[dict[str, Any]] = data["result"]
+        return result
+
+    def query_range(self, expr: str) -> list[dict[str, Any]]:
+        """``expr`` over the run so far, as a Grafana panel asks (its time range, 5 s step)."""
+        data = self.api(
+            "query_range", query=expr, start=str(self.started), end=str(time.time()), step="5"
+        )
+        result: list[dict[str, Any]] = data["result"]
+        return result
+
+    def value(self, expr: str) -> float | None:
+        result = self.query(expr)
+        return float(result[0]["value"][1]) if result else None
+
+    def alerts_received(self) -> list[dict[str, Any]]:
+        path = self.obs_dir / "alerts.jsonl"
+        if not path.exists():
+            return []
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _play(cluster: Cluster) -> None:
+    runner = BotRunner(
+        BotRunnerConfig(
+            targets=Targets(
+                registration=cluster.target("registration"),
+                table=cluster.target("table"),
+                wallet=cluster.target("wallet"),
+            ),
+            key=ISSUER_KEY,
+            bots=12,
+            tiers=("electric-100", "electric-500"),
+            mix=(("random", 1),),
+            until_finished=TOURNAMENTS,
+            seed=15,
+            player_prefix=f"ops{uuid.uuid4().hex[:6]}",
+        )
+    )
+
+    async def play() -> None:
+        task = asyncio.create_task(runner.run())
+        done, _ = await asyncio.wait({task}, timeout=240)
+        if not done:
+            runner.stop.set()
+            await asyncio.wait({task}, timeout=30)
+            raise AssertionError(f"bots stuck: {runner.stats}\n{cluster.logs()}")
+        assert task.result().errors == 0, task.result().last_errors
+
+    asyncio.run(play())
+
+
+@pytest.fixture(scope="module")
+def ops(
+    postgres_url: str, kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[OpsRun]:
+    missing = [b for b in BINARIES if not shutil.which(b)]
+    if missing:
+        pytest.skip(f"{', '.join(missing)} missing: run `bash deploy/observability.sh install`")
+    tmp = tmp_path_factory.mktemp("ops-platform")
+    obs_dir = tmp / "observability"
+    extra = {"ELECTRIC_TABLE_HAND_PAUSE_MS": "0", "ELECTRIC_LOG_LEVEL": "INFO"}
+    with run_cluster(postgres_url, kafka_bootstrap, tmp, extra_env=extra) as cluster:
+        u = make_url(postgres_url)
+        databases = [make_url(p.db_url).database for p in cluster.procs.values()]  # type: ignore[attr-defined]
+        env = {
+            **os.environ,
+            "OBS_DIR": str(obs_dir),
+            "OBS_DEPLOYMENT": "processes",
+            "OBS_PROMETHEUS_PORT": str(_free_port()),
+            "OBS_ALERTMANAGER_PORT": str(_free_port()),
+            "OBS_PG_EXPORTER_PORT": str(_free_port()),
+            "OBS_KAFKA_LAG_PORT": str(_free_port()),
+            "OBS_WEBHOOK_PORT": str(_free_port()),
+            "OBS_TEXTFILE_PORT": str(_free_port()),
+            # Not shorter: a scrape's timeout is its interval, and a busy machine answers late.
+            "OBS_SCRAPE_INTERVAL": "5s",
+            "OBS_EVAL_INTERVAL": "1s",
+            "OBS_PG_DSN": (
+                f"postgresql://{u.username}:{u.password}@{u.host}:{u.port or 5432}/{u.database}"
+                "?sslmode=disable"
+            ),
+            "OBS_PG_DATABASES": ",".join(str(d) for d in databases),
+            "KAFKA_PORT": kafka_bootstrap.rsplit(":", 1)[1],
+            # This run's groups only: the shared broker holds every other run's topics too.
+            "OBS_KAFKA_LAG_GROUPS": f"^{re.escape(cluster.namespace)}\\.",
+            **{
+                f"ELECTRIC_{name.upper()}_METRICS_PORT": str(proc.metrics_port)  # type: ignore[attr-defined]
+                for name, proc in cluster.procs.items()
+            },
+        }
+        up = subprocess.run(
+            ["bash", str(OBSERVABILITY), "up"], env=env, capture_output=True, text=True, timeout=300
+        )
+        try:
+            assert up.returncode == 0, up.stdout + up.stderr
+            prometheus = f"http://127.0.0.1:{env['OBS_PROMETHEUS_PORT']}"
+            run = OpsRun(cluster, env, obs_dir, prometheus, time.time())
+            _play(cluster)
+            # Quiet first: no live table, every result awarded and every prize credited (two
+            # scrapes in a row), so the audit sees a finished run.
+            quiet = (
+                "max_over_time(sum(electric_table_live_tables)[11s:1s])"
+                " + max_over_time(sum(electric_payout_prizes_uncredited)[11s:1s])"
+                " + max_over_time(sum(electric_payout_results_unawarded)[11s:1s]) == 0"
+            )
+            _wait_for("a quiet platform", lambda: run.query(quiet) or None, 120)
+            # The periodic audit, once: electric-audit verify over the run's four stores.
+            verify = subprocess.run(
+                [
+                    *(sys.executable, str(VERIFY), "--out", str(obs_dir / "textfile"), "--"),
+                    *(f"--store={proc.db_url}" for proc in cluster.procs.values()),  # type: ignore[attr-defined]
+                ],
+                capture_output=True,
+                text=True,
+                timeout=180,
+            )
+            assert verify.returncode == 0, verify.stdout + verify.stderr
+            # Prometheus has the credits and the audit result.
+            _wait_for(
+                "finish-to-credit observations",
+                lambda: run.value("sum(electric_payout_finish_to_credit_seconds_count)") or None,
+                60,
+            )
+            _wait_for("verify result", lambda: run.query("electric_audit_verify_success"), 30)
+            # The broker's exporters (JMX agent every 30 s, lag exporter every 10 s) get a
+            # bounded chance; allowed_empty() says why when they did not answer.
+            for expr in ('sum(up{job="kafka"}) > 0', "count(kafka_consumergroup_lag) > 0"):
+                try:
+                    _wait_for(expr, lambda e=expr: run.query(e) or None, 60)
+                except AssertionError as exc:
+                    print(f"ops test: {exc}")
+            yield run
+        finally:
+            down = subprocess.run(
+                ["bash", str(OBSERVABILITY), "down"], env=env, capture_output=True, text=True
+            )
+            assert down.returncode == 0, down.stdout + down.stderr
+            assert not list((obs_dir / "run").glob("*.pid")), "a process of the stack survived"
+
+
+def test_promtool_and_amtool_accept_the_configs(ops: OpsRun) -> None:
+    checks = [
+        ["promtool", "check", "config", str(ops.obs_dir / "prometheus.yml")],
+        [
+            "promtool",
+            "check",
+            "rules",
+            *(str(p) for p in (ROOT / "deploy/prometheus").glob("*alerts.yml")),
+        ],
+        ["amtool", "check-config", str(ops.obs_dir / "alertmanager.yml")],
+    ]
+    for args in checks:
+        result = subprocess.run(args, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, f"{args}: {result.stdout}{result.stderr}"
+
+
+def test_every_rule_evaluates_and_is_healthy(ops: OpsRun) -> None:
+    for _name, expr in rules():
+        ops.query(expr)  # a PromQL error fails in api()
+    loaded = {r["name"]: r for g in ops.api("rules")["groups"] for r in g["rules"]}
+    assert {name for name, _ in rules()} <= set(loaded)
+    unhealthy = {n: r.get("lastError") for n, r in loaded.items() if r["health"] != "ok"}
+    assert not unhealthy, unhealthy
+
+
+def allowed_empty(ops: OpsRun) -> dict[str, str]:
+    """Panels that may show nothing in this run, each with the reason (decided from what the
+    run did, so a panel that should have data is never excused)."""
+    reasons = {"Firing alerts": "nothing fires in a healthy run (the alert test makes it fire)"}
+    if not ops.value('sum(electric_registration_tables_filled_total{multiplier!="2"}) > 0'):
+        reasons["Prize reserve drift: prizes paid / net buy-ins"] = (
+            "only 2x drawn: the prize reserve paid nothing out"
+        )
+    jmx = "the broker's JMX exporter agent never answered within its 30 s scrape timeout"
+    if not ops.value('max_over_time(up{job="kafka"}[15m])'):
+        for title in (
+            "Broker state (3 = running)",
+            "Active controllers, offline and under-replicated partitions",
+            "Log size by topic (bytes)",
+        ):
+            reasons[title] = f"{jmx} (absent, or a starved broker)"
+    # A rate needs two scrapes within its window (2 min).
+    if (ops.value('max_over_time(sum_over_time(up{job="kafka"}[2m])[15m:15s])') or 0) < 2:
+        for title in ("Messages in / s by topic", "Produce / fetch requests / s"):
+            reasons[title] = f"{jmx} twice within 2 min (a starved broker)"
+    if not ops.value("max_over_time(kafka_lag_exporter_up[15m])"):
+        reasons["Consumer-group lag by group and topic"] = (
+            "the lag exporter's polls of the broker all failed (see its log)"
+        )
+    return reasons
+
+
+def test_every_panel_returns_data(ops: OpsRun) -> None:
+    every = panels()
+    titles = {p.title for p in every}
+    assert len(every) > 60
+    reasons = allowed_empty(ops)
+    assert set(reasons) <= titles, set(reasons) - titles
+    empty = []
+    quiet: set[str] = set()
+    for panel in every:
+        assert panel.exprs, panel
+        data = any(has_data(ops.query_range(expr)) for expr in panel.exprs)
+        if not data:
+            quiet.add(panel.title)
+        if not data and panel.title not in reasons:
+            empty.append(f"{panel.dashboard}: {panel.title}: {panel.exprs}")
+    assert not empty, "panels without data:\n" + "\n".join(empty)
+    excused = {t: r for t, r in reasons.items() if t in quiet}
+    print(f"panels: {len(every)}, empty with a reason: {excused}")
+    # The signals of issue 15 in particular.
+    assert (ops.value('sum(grpc_server_handled_total{grpc_code="OK"})') or 0) > 0
+    assert ops.value("sum(electric_wallet_ledger_posted_cents)") == 0.0
+    assert (ops.value("sum(electric_table_tournament_duration_seconds_count)") or 0) >= TOURNAMENTS
+    assert ops.value("electric_audit_verify_success") == 1.0
+    # process metrics once per process: four processes, four resident-memory series
+    services = 'job=~"registration|table|wallet|payout"'
+    assert len(ops.query(f"process_resident_memory_bytes{{{services}}}")) == len(SERVICES)
+
+
+def _arrived(ops: OpsRun, alertname: str, job: str) -> dict[str, Any] | None:
+    for alert in ops.alerts_received():
+        labels = alert["labels"]
+        wanted = labels.get("alertname") == alertname and labels.get("job") == job
+        if wanted and alert["status"] == "firing":
+            return alert
+    return None
+
+
+def test_service_down_and_unbalanced_ledger_reach_the_webhook(ops: OpsRun) -> None:
+    payout = ops.cluster.procs["payout"].popen  # type: ignore[attr-defined]
+    payout.terminate()
+    payout.wait(30)
+    wallet_url = ops.cluster.procs["wallet"].db_url  # type: ignore[attr-defined]
+    engine = create_engine(wallet_url)
+    try:
+        with engine.begin() as conn:  # one cent out of nowhere: no transfer made it
+            conn.execute(
+                text("UPDATE wallet_accounts SET posted = posted + 1 WHERE account_id = :a"),
+                {"a": "house:promotions"},
+            )
+    finally:
+        engine.dispose()
+    ledger = _wait_for("LedgerUnbalanced", lambda: _arrived(ops, "LedgerUnbalanced", "wallet"), 90)
+    assert ledger["receiver"] == "ops-critical"
+    assert ledger["annotations"]["summary"] == "The wallet's ledger does not balance (1 cents)"
+    down = _wait_for("ServiceDown", lambda: _arrived(ops, "ServiceDown", "payout"), 150)
+    assert down["receiver"] == "ops-critical"
+    assert down["labels"]["severity"] == "critical"
+    firing = {r["metric"]["alertname"] for r in ops.query('ALERTS{alertstate="firing"}')}
+    assert {"ServiceDown", "LedgerUnbalanced"} <= firing

@@ -1,0 +1,160 @@
+"""Table ownership by partition and fencing (issue 17 items 1-2), on SQLite and PostgreSQL:
+two table-service instances (managers) on one store; the partition moves from A to B while
+A is paused (no revocation reaches A); A's next write is fenced and stores nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import pytest
+from aiokafka.partitioner import DefaultPartitioner
+from electric.eventlog.v1.envelope_pb2 import Envelope
+from electric.registration.v1 import events_pb2 as registration_events
+from electric_domain.tournament import DealHand, Tick
+from electric_eventlog import EventStore, migrate, upgrade
+from electric_eventlog.fencing import current
+from electric_platform import Aborted
+from electric_table.consumers import on_table_filled, start_table
+from electric_table.handlers import TableHandlers
+from electric_table.ownership import (
+    PARTITIONS,
+    SINGLE,
+    PartitionOwnership,
+    ownership_mode,
+    partition_for,
+    start_key,
+)
+from electric_table.runtime import TableManager, table_stream
+from electric_table.store.tables import VERSIONS_DIR, metadata
+from sqlalchemy import Engine
+
+from tests.support.table_kit import registration_messages
+
+PARTS = 6
+
+
+def test_a_table_maps_to_the_partition_kafka_puts_its_starting_events_on() -> None:
+    all_partitions = list(range(PARTS))
+    for n in range(200):
+        table_id = f"t-{n}"
+        expected = DefaultPartitioner()(start_key(table_id), all_partitions, all_partitions)
+        assert partition_for(table_id, PARTS) == expected
+    assert len({partition_for(f"t-{n}", PARTS) for n in range(200)}) == PARTS
+    assert ownership_mode({}) == SINGLE
+    assert ownership_mode({"ELECTRIC_TABLE_OWNERSHIP": "Partitions"}) == PARTITIONS
+    with pytest.raises(ValueError):
+        ownership_mode({"ELECTRIC_TABLE_OWNERSHIP": "leader"})
+
+
+def _create_table(engine: Engine, store: EventStore, table_id: str) -> None:
+    messages, _ = registration_messages(table_id, ["ann", "ben", "cat"])
+    with engine.begin() as conn:
+        for message in messages:
+            envelope = Envelope.FromString(message.value)
+            payload = store.decode(envelope)
+            if isinstance(payload, registration_events.TableFilled):
+                on_table_filled(conn, envelope, payload)
+            else:
+                assert isinstance(payload, registration_events.TournamentStarted)
+                start_table(store, conn, envelope, payload)
+
+
+class Instance:
+    def __init__(self, engine: Engine, name: str, stopping: asyncio.Event) -> None:
+        self.store = EventStore(engine, producer="table")
+        self.manager = TableManager(engine, self.store, stopping=stopping)
+        self.handlers = TableHandlers(self.manager, hand_pause_ms=0)
+        self.ownership = PartitionOwnership(self.manager, engine, owner=name, partitions=PARTS)
+        self.manager.fencer = self.ownership.fence_for
+
+    async def deal(self, table_id: str) -> None:
+        rt = self.manager.tables[table_id]
+        async with rt.lock:
+            now = self.manager.now_for(rt)
+            await self.handlers.apply(rt, DealHand(now, os.urandom(32), ()))
+
+    async def time_out(self, table_id: str) -> None:
+        """A minute later: the player to act timed out (events to store)."""
+        rt = self.manager.tables[table_id]
+        async with rt.lock:
+            await self.handlers.apply(rt, Tick(self.manager.now_for(rt) + 60_000))
+
+
+async def _scenario(engine: Engine) -> None:
+    stopping = asyncio.Event()
+    a, b = Instance(engine, "instance-a", stopping), Instance(engine, "instance-b", stopping)
+    table_id = "fenced-1"
+    _create_table(engine, a.store, table_id)
+    part = partition_for(table_id, PARTS)
+    others = [p for p in range(PARTS) if p != part]
+
+    assert await a.ownership.on_assigned(others) == 0  # not A's partition: not loaded
+    assert await a.manager.load(table_id) is None  # and not loadable (another's table)
+    assert await a.ownership.on_assigned([part]) == 1
+    rt_a = a.manager.tables[table_id]
+    assert rt_a.fence is not None and rt_a.fence.epoch == 1
+    await a.deal(table_id)  # the owner writes
+    with engine.connect() as conn:
+        before = a.store.read_stream(conn, table_stream(table_id))
+    assert len(before) > rt_a.fence.epoch and before[-1].stream_version == rt_a.version
+
+    # A is paused; the group gives A's partition to B (A never hears of it).
+    assert await b.ownership.on_assigned([part]) == 1
+    rt_b = b.manager.tables[table_id]
+    assert rt_b.fence is not None and rt_b.fence.epoch == 2
+    assert rt_b.version == rt_a.version  # B rebuilt everything A stored
+
+    # A resumes and tries to write: fenced, nothing stored, A stops driving the table.
+    with pytest.raises(Aborted, match="moved to another instance"):
+        await a.time_out(table_id)
+    await asyncio.sleep(0.05)  # disown_soon runs
+    assert table_id not in a.manager.tables
+    with engine.connect() as conn:
+        after = a.store.read_stream(conn, table_stream(table_id))
+        assert current(conn, table_stream(table_id)) == (2, "instance-b")
+    assert [e.event_id for e in after] == [e.event_id for e in before]
+
+    # B carries on; revoking B's partition stops it there.
+    await b.time_out(table_id)
+    with engine.connect() as conn:
+        assert len(b.store.read_stream(conn, table_stream(table_id))) > len(before)
+    assert await b.ownership.on_revoked([part]) == 1
+    assert table_id not in b.manager.tables
+    stopping.set()
+    await a.manager.close()
+    await b.manager.close()
+
+
+def test_a_paused_owner_cannot_write_after_its_partition_moved(backend_engine: Engine) -> None:
+    migrate(backend_engine)
+    upgrade(
+        backend_engine,
+        versions_dir=VERSIONS_DIR,
+        version_table="alembic_version_table",
+        target_metadata=metadata,
+    )
+    asyncio.run(_scenario(backend_engine))
+
+
+def test_the_rebalance_listener_passes_only_the_registration_partitions() -> None:
+    from aiokafka import TopicPartition
+    from electric_table.ownership import OwnershipListener
+
+    calls: list[tuple[str, list[int]]] = []
+
+    class Recorder:
+        async def on_assigned(self, partitions: list[int]) -> int:
+            calls.append(("assigned", list(partitions)))
+            return 0
+
+        async def on_revoked(self, partitions: list[int]) -> int:
+            calls.append(("revoked", list(partitions)))
+            return 0
+
+    topic = "ns.electric.registration.events"
+    listener = OwnershipListener(Recorder(), topic)  # type: ignore[arg-type]
+    tps = [TopicPartition(topic, 3), TopicPartition("other", 1), TopicPartition(topic, 0)]
+    asyncio.run(listener.on_partitions_assigned(tps))
+    asyncio.run(listener.on_partitions_revoked(tps[:2]))
+    assert calls == [("assigned", [0, 3]), ("revoked", [3])]
