@@ -180,26 +180,33 @@ async def test_valid_token_reaches_servicer_with_principal_and_ids(server: Any) 
 @pytest.mark.parametrize(
     ("md", "fragment"),
     [
-        (None, "missing authorization"),
-        ((("authorization", "Basic abc"),), "Bearer"),
-        ((("authorization", "Bearer not.a.jwt"),), "not a JWT"),
-        (_md(key=SigningKey.generate(ISSUER_KEY.kid)), "signature"),
-        (_md(key=SigningKey.generate("stranger")), "unknown key"),
-        (_md(ttl=-60), "expired"),
-        (_md(ttl=10 * 365 * 86400), "lifetime"),
-        (_forged(_claims(role="king")), "role"),
-        (_forged(_claims(iss="elsewhere")), "issuer"),
-        (_forged(_claims(aud="elsewhere")), "audience"),
-        (_forged(_claims(sub="alice", role="player"), KEYS.services["wallet"]), "may not sign"),
+        (lambda: None, "missing authorization"),
+        (lambda: (("authorization", "Basic abc"),), "Bearer"),
+        (lambda: (("authorization", "Bearer not.a.jwt"),), "not a JWT"),
+        (lambda: _md(key=SigningKey.generate(ISSUER_KEY.kid)), "signature"),
+        (lambda: _md(key=SigningKey.generate("stranger")), "unknown key"),
+        (lambda: _md(ttl=-60), "expired"),
+        (lambda: _md(ttl=10 * 365 * 86400), "lifetime"),
+        (lambda: _forged(_claims(role="king")), "role"),
+        (lambda: _forged(_claims(iss="elsewhere")), "issuer"),
+        (lambda: _forged(_claims(aud="elsewhere")), "audience"),
         (
-            (("authorization", "Bearer " + jwt.encode(_claims(), "x" * 40, algorithm="HS256")),),
+            lambda: _forged(_claims(sub="alice", role="player"), KEYS.services["wallet"]),
+            "may not sign",
+        ),
+        (
+            lambda: (
+                ("authorization", "Bearer " + jwt.encode(_claims(), "x" * 40, algorithm="HS256")),
+            ),
             "unknown key",
         ),
     ],
 )
 async def test_bad_credentials_are_unauthenticated(server: Any, md: Any, fragment: str) -> None:
+    # The metadata is built when the test runs, not at collection: the tokens carry iat/exp,
+    # and a full suite reaches this test minutes after collecting it.
     addr, echo, _ = server
-    err = await _code(addr, "Echo", "hi", md)
+    err = await _code(addr, "Echo", "hi", md())
     assert err.code() is grpc.StatusCode.UNAUTHENTICATED
     assert fragment in (err.details() or "")
     assert echo.seen == []

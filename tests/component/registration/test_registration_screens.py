@@ -275,9 +275,19 @@ async def test_my_tables_shows_turn_deadline_stack_and_place(stack: Stack) -> No
 
         t = await eventually(acted)
         assert t.turn_seat == 0
-        [won] = await stack.my_tables("m2")
-        assert won.my_stack == 1575
-        [out] = await stack.my_tables("m3")
+
+        # The projection applies the batch event by event: m1's view can show the call
+        # before the pot award and the elimination reach m2 and m3.
+        async def awarded() -> registration_pb2.MyTable | None:
+            [won] = await stack.my_tables("m2")
+            return won if won.my_stack == 1575 else None
+
+        async def eliminated() -> registration_pb2.MyTable | None:
+            [out] = await stack.my_tables("m3")
+            return out if out.eliminated else None
+
+        await eventually(awarded)
+        out = await eventually(eliminated)
         assert (out.eliminated, out.finishing_place, out.my_stack) == (True, 3, 0)
         assert out.status_text == "Out 3rd"
         await fake.emit(
