@@ -97,6 +97,10 @@ async def test_three_entries_unregister_one_then_refused_after_fill(stack: Stack
         lambda: _state_is(stack, kept.wallet_transfer_id, ledger_pb2.TRANSFER_STATE_POSTED)
     )
     assert posted.posted_amount == BUY_IN
+    for e in entries[1:]:  # both tables filled: each buy-in is posted (owed work, in any order)
+        await eventually(
+            lambda e=e: _state_is(stack, e.wallet_transfer_id, ledger_pb2.TRANSFER_STATE_POSTED)
+        )
     bal = await stack.balance("alice")
     assert (bal.cash, bal.reserved) == (800, 0)
     # The voided entry's money never moved.
