@@ -105,4 +105,7 @@ def test_a_tournament_from_the_raw_topics(
     assert main(["verify", *stores, *kafka, "--json"]) == 0
     results = {str(x["check"]): x for x in _json(capsys)}
     assert all(x["failed"] == 0 for x in results.values()), results
-    assert int(str(results["store-topic"]["checked"])) > 100
+    # Every stored event was published, so each one is compared with its topic copy (a
+    # short tournament has fewer than a hundred events: count them, do not guess).
+    stored = sum(len(read_store(urls[s]).events) for s in SERVICES)
+    assert int(str(results["store-topic"]["checked"])) == stored
