@@ -12,7 +12,7 @@ PROTO_FILES := $(shell find protos -name '*.proto')
 
 .PHONY: setup protos run test lint typecheck unit integration e2e buf-lint buf-breaking \
         bench exhaustive simulate paytable infra-up infra-down up down clean \
-        math math-check math-report simulate-casino fuzz e2e-casino
+        math math-check math-report simulate-casino fuzz e2e-casino soak e2e-scale chaos
 
 setup: $(STAMP) gen/.stamp
 
@@ -107,7 +107,31 @@ simulate-casino: setup
 ## with 20+ players at one live table, on PostgreSQL + Kafka (CI runs a shorter version).
 e2e-casino: setup
 	ELECTRIC_E2E_CASINO_THB_ROUNDS=$(or $(THB),5000) ELECTRIC_E2E_CASINO_UTH_ROUNDS=$(or $(UTH),300) \
+	  ELECTRIC_E2E_CASINO_UTH_GREEN_MS=$(or $(GREEN_MS),2000) \
 	  $(BIN)/pytest -m e2e -s -p no:cacheprovider tests/e2e/casino
+
+## Scale-out e2e at the issue's size (issue 17, docs/scaling.md): 3 table-service instances,
+## 50 tournaments, kill -9 of one instance, a fourth joining; prints the failover time.
+e2e-scale: setup
+	ELECTRIC_E2E_SCALE_TOURNAMENTS=$(or $(TOURNAMENTS),50) ELECTRIC_E2E_SCALE_BOTS=$(or $(BOTS),30) \
+	  ELECTRIC_E2E_SCALE_FAILOVER_S=$(or $(FAILOVER_S),10) \
+	  nice -n 10 $(BIN)/pytest -m e2e -s -p no:cacheprovider tests/e2e/scale
+
+## Soak run (issue 18, docs/chaos.md): make soak DURATION=60m [INTERVAL=60s] [SOAK_ARGS=...]
+## Four service processes + bots for DURATION, a sample every INTERVAL; CSV/JSON/PNG under
+## var/soak/<time>; exit 1 when a resource grows beyond the documented bound.
+soak: setup
+	nice -n 10 $(BIN)/python -u -m tools.soak --duration $(or $(DURATION),10m) \
+	  --interval $(or $(INTERVAL),60s) $(SOAK_ARGS)
+
+## Chaos run (issue 18, docs/chaos.md): make chaos SEED=1 TOURNAMENTS=20 ROUNDS=100 FAULTS=30
+## DURATION=30m [KINDS=kill9,pause,...] [CHAOS_ARGS=...]. Own PostgreSQL + Kafka, seeded faults
+## under load, drain, every invariant; fault table + var/chaos/<run>/report.json; exit 1 if broken.
+chaos: setup
+	nice -n 10 $(BIN)/python -u -m tests.chaos --seed $(or $(SEED),1) \
+	  --tournaments $(or $(TOURNAMENTS),20) --rounds $(or $(ROUNDS),100) \
+	  --faults $(or $(FAULTS),30) --duration $(or $(DURATION),30m) \
+	  $(if $(KINDS),--kinds $(KINDS)) $(CHAOS_ARGS)
 
 infra-up:
 	bash deploy/infra.sh up

@@ -24,7 +24,9 @@ Figures (one table row each, peer = the echo server where there is one):
 * TournamentFinished → PrizeCredited p50/p99: the table's ``TournamentFinished`` → the last
   ``PrizeCredited`` of that tournament (payout's store), waiting (bounded) for the backlog.
 
-``BENCH_PLATFORM_BACKENDS`` (default ``postgres,sqlite``) picks the set-ups; PostgreSQL and
+``BENCH_PLATFORM_BACKENDS`` (default ``postgres,postgres-3tables,sqlite``) picks the set-ups
+(``postgres-3tables``: the same cluster with the table service as three processes owning
+tables by partition, issue 17: the 1 vs 3 instances rows of one run); PostgreSQL and
 Kafka come from ``DATABASE_URL`` / ``KAFKA_BOOTSTRAP_SERVERS`` (else 127.0.0.1 defaults);
 the services log at ``BENCH_PLATFORM_LOG_LEVEL`` (default WARNING). Every note carries the
 1-minute load average (the machine is shared).
@@ -66,7 +68,7 @@ DEFAULT_PG = "postgresql+psycopg://electric:electric@127.0.0.1:5432/electric"
 class Settings:
     seconds: float = 20.0
     levels: tuple[int, ...] = (10, 25, 50)
-    backends: tuple[str, ...] = ("postgres", "sqlite")
+    backends: tuple[str, ...] = ("postgres", "postgres-3tables", "sqlite")
     drain: float = 20.0
     credit_wait: float = 30.0
     log_level: str = "WARNING"
@@ -79,7 +81,10 @@ class Settings:
             seconds=seconds,
             levels=tuple(int(x) for x in env.get("BENCH_PLATFORM_LEVELS", "10,25,50").split(",")),
             backends=tuple(
-                b.strip() for b in env.get("BENCH_PLATFORM_BACKENDS", "postgres,sqlite").split(",")
+                b.strip()
+                for b in env.get(
+                    "BENCH_PLATFORM_BACKENDS", "postgres,postgres-3tables,sqlite"
+                ).split(",")
             ),
             drain=float(env.get("BENCH_PLATFORM_DRAIN_SECONDS", str(max(5.0, seconds)))),
             credit_wait=float(env.get("BENCH_PLATFORM_CREDIT_WAIT_SECONDS", "30")),
@@ -244,13 +249,14 @@ def step_rows(kind: str, step: Step, facts: Facts) -> list[Row]:
 
 
 def _backend(kind: str, tmp: Path, s: Settings) -> AbstractContextManager[Platform]:
-    if kind == "postgres":
+    if kind in ("postgres", "postgres-3tables"):
         pg = os.environ.get("DATABASE_URL") or DEFAULT_PG
         kafka = os.environ.get("KAFKA_BOOTSTRAP_SERVERS") or "127.0.0.1:9092"
-        return cluster(pg, kafka, tmp, s.log_level)
+        tables = 3 if kind == "postgres-3tables" else 1
+        return cluster(pg, kafka, tmp, s.log_level, table_instances=tables)
     if kind == "sqlite":
         return embedded(tmp, s.log_level)
-    raise ValueError(f"unknown backend {kind!r} (postgres, sqlite)")
+    raise ValueError(f"unknown backend {kind!r} (postgres, postgres-3tables, sqlite)")
 
 
 def run_backend(kind: str, tmp: Path, s: Settings) -> Iterator[Row]:
@@ -270,7 +276,7 @@ def run_backend(kind: str, tmp: Path, s: Settings) -> Iterator[Row]:
 
 def _unreachable(kind: str) -> str:
     """Why the ``postgres`` set-up cannot run here ("" when PostgreSQL and Kafka answer)."""
-    if kind != "postgres":
+    if not kind.startswith("postgres"):
         return ""
     import socket
 

@@ -68,8 +68,13 @@ def service_env(log_level: str) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def cluster(pg_url: str, kafka: str, tmp: Path, log_level: str) -> Iterator[Platform]:
-    """Four service processes on fresh PostgreSQL databases and a fresh Kafka namespace."""
+def cluster(
+    pg_url: str, kafka: str, tmp: Path, log_level: str, table_instances: int = 1
+) -> Iterator[Platform]:
+    """Four service processes on fresh PostgreSQL databases and a fresh Kafka namespace;
+    with ``table_instances`` > 1 the table service runs as that many processes on its one
+    database, owning tables by partition (issue 17, docs/scaling.md); the clients' table
+    target names them all (each forwards a call to the table's owner)."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     platform_dir = str(ROOT / "tests/e2e/platform")
@@ -81,17 +86,66 @@ def cluster(pg_url: str, kafka: str, tmp: Path, log_level: str) -> Iterator[Plat
 
     namespace = f"bench-{uuid.uuid4().hex[:12]}"
     env = service_env(log_level)
-    with run_cluster(pg_url, kafka, tmp, extra_env=env, namespace=namespace) as c:
+    if table_instances > 1:
+        env["ELECTRIC_TABLE_OWNERSHIP"] = "partitions"
+    with (
+        run_cluster(pg_url, kafka, tmp, extra_env=env, namespace=namespace) as c,
+        contextlib.ExitStack() as extra,
+    ):
         procs = c.procs
+        targets = {name: c.target(name) for name in procs}
+        logs = [p.log_path for p in procs.values()]  # type: ignore[attr-defined]
+        tables = [targets["table"]]
+        for k in range(2, table_instances + 1):
+            port = _free_port()
+            address = f"127.0.0.1:{port}"
+            table_env = {
+                **c.envs["table"],
+                "ELECTRIC_GRPC_PORT": str(port),
+                "ELECTRIC_METRICS_PORT": "-1",
+                "ELECTRIC_TABLE_ADVERTISED_ADDRESS": address,
+            }
+            logs.append(tmp / f"table-{k}.log")
+            with logs[-1].open("ab") as log:
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "electric_table"],
+                    env=table_env,
+                    cwd=tmp,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
+            extra.callback(_stop, proc)
+            tables.append(address)
+            _wait_health(address, proc, logs[-1])
+        if table_instances > 1:
+            targets["table"] = "ipv4:" + ",".join(tables)
         yield Platform(
-            kind="postgres",
-            targets={name: c.target(name) for name in procs},
+            kind="postgres" if table_instances == 1 else f"postgres-{table_instances}tables",
+            targets=targets,
             issuer_key=write_keys(tmp / "keys").issuer,
             stores={name: str(p.db_url) for name, p in procs.items()},  # type: ignore[attr-defined]
-            logs=[p.log_path for p in procs.values()],  # type: ignore[attr-defined]
+            logs=logs,
             kafka=kafka,
             namespace=namespace,
         )
+
+
+def _wait_health(address: str, proc: subprocess.Popen[bytes], log: Path) -> None:
+    """Until the gRPC health check at ``address`` answers SERVING (120 s at most)."""
+    import grpc
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    deadline = time.monotonic() + 120
+    while True:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(
+                f"table instance {address} did not start:\n{log.read_text()[-3000:]}"
+            )
+        with contextlib.suppress(grpc.RpcError), grpc.insecure_channel(address) as ch:
+            got = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), timeout=1)
+            if got.status == health_pb2.HealthCheckResponse.SERVING:
+                return
+        time.sleep(0.3)
 
 
 @contextlib.contextmanager

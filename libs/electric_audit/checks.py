@@ -143,10 +143,16 @@ def _hands(sources: Sequence[Source]) -> dict[tuple[str, str, int], _Hand]:
     """Hands of the table streams, keyed by (source, table, hand number)."""
     hands: dict[tuple[str, str, int], _Hand] = defaultdict(_Hand)
     for source in sources:
+        seen: set[str] = set()
         for located in source.events:
             name = located.envelope.event_type
             if name not in _DECK_TYPES:
                 continue
+            # A topic is at least once: a copy of an event is its redelivery, not one more
+            # seat dealt (counted twice, it shifts every hole-card pair; issue 18).
+            if located.envelope.event_id in seen:
+                continue
+            seen.add(located.envelope.event_id)
             message = _DECK_TYPES[name]()
             message.ParseFromString(located.envelope.payload.value)
             hand = hands[(source.label, message.table_id, message.hand_number)]

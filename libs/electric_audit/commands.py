@@ -80,6 +80,19 @@ def load_sources(args: argparse.Namespace) -> list[Source]:
     return sources
 
 
+def sources_or_exit(args: argparse.Namespace) -> list[Source] | int:
+    """The sources the arguments name, or the usage exit status (said on stderr) when they
+    name none or one cannot be read."""
+    if not args.store and not args.kafka:
+        sys.stderr.write(f"electric-audit {args.command}: give --store URL and/or --kafka\n")
+        return EXIT_USAGE
+    try:
+        return load_sources(args)
+    except SourceError as exc:
+        sys.stderr.write(f"electric-audit {args.command}: cannot read {exc}\n")
+        return EXIT_USAGE
+
+
 def _events(args: argparse.Namespace, sources: list[Source]) -> int:
     keep = EventFilter(
         stream=args.stream,
@@ -104,6 +117,24 @@ def result_text(result: CheckResult) -> str:
     return line
 
 
+def write_results(results: list[CheckResult], as_json: bool) -> bool:
+    """Print the checks (text or JSON lines); True when all pass."""
+    write = sys.stdout.write
+    for result in results:
+        if as_json:
+            record = {
+                "check": result.name,
+                "ok": result.ok,
+                "checked": result.checked,
+                "failed": result.failed,
+                "first_failure": result.first_failure,
+            }
+            write(json.dumps(record) + "\n")
+        else:
+            write(result_text(result) + "\n")
+    return all(r.ok for r in results)
+
+
 def _verify(args: argparse.Namespace, sources: list[Source]) -> int:
     try:
         anchors = load_anchors(args)
@@ -116,19 +147,7 @@ def _verify(args: argparse.Namespace, sources: list[Source]) -> int:
     if not args.json:
         names = ", ".join(f"{s.label} ({len(s.events)} events)" for s in sources)
         write(f"sources: {names}\n")
-    for result in results:
-        if args.json:
-            record = {
-                "check": result.name,
-                "ok": result.ok,
-                "checked": result.checked,
-                "failed": result.failed,
-                "first_failure": result.first_failure,
-            }
-            write(json.dumps(record) + "\n")
-        else:
-            write(result_text(result) + "\n")
-    ok = all(r.ok for r in results)
+    ok = write_results(results, args.json)
     if not args.json:
         write("all checks pass\n" if ok else "SOME CHECKS FAILED\n")
     return EXIT_OK if ok else EXIT_FAILED
@@ -136,14 +155,9 @@ def _verify(args: argparse.Namespace, sources: list[Source]) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``events`` or ``verify``; returns the exit status."""
-    if not args.store and not args.kafka:
-        sys.stderr.write(f"electric-audit {args.command}: give --store URL and/or --kafka\n")
-        return EXIT_USAGE
-    try:
-        sources = load_sources(args)
-    except SourceError as exc:
-        sys.stderr.write(f"electric-audit {args.command}: cannot read {exc}\n")
-        return EXIT_USAGE
+    sources = sources_or_exit(args)
+    if isinstance(sources, int):
+        return sources
     if args.command == "events":
         return _events(args, sources)
     return _verify(args, sources)

@@ -42,6 +42,7 @@ from electric_domain.evaluator import evaluate
 from electric_domain.holdem import events as he
 
 from electric_audit.hands import Hand
+from electric_audit.narrative import money
 
 _ROMAN = (
     (1000, "M"),
@@ -85,10 +86,6 @@ def _cards(cards: Sequence[int]) -> str:
     return " ".join(card_str(c) for c in cards)
 
 
-def _money(cents: int) -> str:
-    return f"${cents // 100}.{cents % 100:02d}"
-
-
 @dataclass
 class _Street:
     bets: list[int]
@@ -110,7 +107,7 @@ def pokerstars_text(hand: Hand, *, rake_cents: int | None = None) -> str:
     fee = rake_cents if rake_cents is not None else 0
     header = (
         f"PokerStars Hand #{hand_number(hand)}: Tournament #{number_of(hand.table_id)}, "
-        f"{_money(buy_in - fee)}+{_money(fee)} {hand.currency} Hold'em No Limit - "
+        f"{money(buy_in - fee)}+{money(fee)} {hand.currency} Hold'em No Limit - "
         f"Level {roman(level.level or 1)} ({cfg.small_blind}/{cfg.big_blind}) - {when} UTC"
     )
     size = max([len(hand.roster), *seats], default=n)

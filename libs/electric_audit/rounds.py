@@ -51,32 +51,18 @@ from electric_domain.deck import verify_deck
 from electric_eventlog.dataclass_codec import CodecError, DataclassCodec
 
 from electric_audit.checks import CheckResult, check_chains
-from electric_audit.sources import Located, Source
+from electric_audit.narrative import Narrative, money
+from electric_audit.sources import Located, Source, restrict, unique_events
 
 #: The table service's casino record codec (``electric_table.casino.records.CODEC``).
 CODEC = DataclassCodec({"thb": thb, "uth": uth, "casino_money": casino_money})
 
 
-def _money(cents: int) -> str:
-    return f"${cents // 100}.{cents % 100:02d}"
-
-
 @dataclass
-class RoundStory:
+class RoundStory(Narrative):
+    """What ``round ID`` found: the narrative and the checks."""
+
     round_id: str
-    facts: list[tuple[str, str]] = field(default_factory=list)
-    results: list[CheckResult] = field(default_factory=list)
-
-    @property
-    def found(self) -> bool:
-        return bool(self.facts)
-
-    @property
-    def ok(self) -> bool:
-        return self.found and all(r.ok for r in self.results)
-
-    def say(self, topic: str, text: str) -> None:
-        self.facts.append((topic, text))
 
 
 @dataclass
@@ -138,14 +124,9 @@ def _parse(located: Located, types: dict[str, type[Any]]) -> Any:
 
 
 def _unique(sources: Sequence[Source], streams: set[str]) -> dict[str, list[Located]]:
-    seen: set[str] = set()
     found: dict[str, list[Located]] = defaultdict(list)
-    for source in sources:
-        for located in source.events:
-            e = located.envelope
-            if e.stream_id in streams and e.event_id not in seen:
-                seen.add(e.event_id)
-                found[e.stream_id].append(located)
+    for located in unique_events(sources, streams):
+        found[located.envelope.stream_id].append(located)
     for events in found.values():
         events.sort(key=lambda x: x.envelope.stream_version)
     return found
@@ -191,11 +172,7 @@ def round_story(
     if not r.table:
         return story
     config = config or load_config()
-    restricted = [
-        Source(s.name, s.kind, [x for x in s.events if x.envelope.stream_id in r.streams])
-        for s in sources
-    ]
-    chains = check_chains(restricted)
+    chains = check_chains(restrict(sources, r.streams))
     wallet_read = any(loc.envelope.producer == "wallet" for s in sources for loc in s.events)
     payout_read = any(loc.envelope.producer == "payout" for s in sources for loc in s.events)
     _narrate(story, r)
@@ -222,7 +199,7 @@ def _narrate(story: RoundStory, r: _Round) -> None:
             story.say("started", f"{at} {m.game} table {m.table_id} game {m.game_number}"
                       f"{who}, deck commitment {m.deck_commitment}")  # fmt: skip
         elif isinstance(m, cev.CasinoBetPlaced):
-            story.say("bet", f"{m.player_id} {m.spot} {_money(m.amount_cents)} ({m.bet_id})")
+            story.say("bet", f"{m.player_id} {m.spot} {money(m.amount_cents)} ({m.bet_id})")
         elif isinstance(m, cev.CasinoDecisionMade):
             timed = " (timed out)" if m.timed_out else ""
             story.say("decision", f"{m.player_id} {m.street}: {m.decision}{timed}")
@@ -233,7 +210,7 @@ def _narrate(story: RoundStory, r: _Round) -> None:
             story.say("revealed", f"deck seed {m.deck_seed_hex}")
     for _, p in r.payout:
         if isinstance(p, pce.CasinoWinCredited):
-            story.say("credited", f"{p.player_id} {p.bet_kind} {_money(p.amount.cents)} "
+            story.say("credited", f"{p.player_id} {p.bet_kind} {money(p.amount.cents)} "
                       f"by wallet transfer {p.wallet_transfer_id}")  # fmt: skip
 
 
@@ -241,7 +218,7 @@ def _brief(m: Any) -> str:
     if isinstance(m, cev.CasinoShowdown):
         return f"player {m.player_hand} vs dealer {m.dealer_hand}: {m.winner}"
     parts = [
-        f"{p.player_id} {r.spot} {r.outcome} {_money(r.returned_cents)}"
+        f"{p.player_id} {r.spot} {r.outcome} {money(r.returned_cents)}"
         for p in m.players
         for r in p.results
     ]
@@ -422,7 +399,7 @@ def _bets(r: _Round, wallet_read: bool) -> CheckResult:
         pending = [m for _, m in history if isinstance(m, wev.TransferPending)]
         if len(pending) != 1 or sum(leg.amount for leg in pending[0].legs) != bet.amount_cents:
             result.fail(located.location(), f"bet {bet.bet_id}: {len(pending)} reservations "
-                        f"of {_money(bet.amount_cents)}, not one")  # fmt: skip
+                        f"of {money(bet.amount_cents)}, not one")  # fmt: skip
             continue
         legs = pending[0].legs
         if any(
@@ -473,7 +450,7 @@ def _payouts(r: _Round, wallet_read: bool, payout_read: bool) -> CheckResult:
             result.fail(where, f"{key[0]} {key[1]}: {len(o)} CasinoWinOwed of the result, not 1")
         elif len(c) != 1 or c[0][1].amount.cents != b.returned_cents:
             result.fail(where, f"{key[0]} {key[1]}: credited {len(c)} times, not once "
-                        f"{_money(b.returned_cents)}")  # fmt: skip
+                        f"{money(b.returned_cents)}")  # fmt: skip
         elif wallet_read:
             located, credit = c[0]
             posted = [

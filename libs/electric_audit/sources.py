@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -186,3 +186,26 @@ def read_topics(
 def all_events(sources: Iterable[Source]) -> Iterator[Located]:
     for source in sources:
         yield from source.events
+
+
+def unique_events(
+    sources: Iterable[Source], streams: Collection[str], seen: set[str] | None = None
+) -> Iterator[Located]:
+    """The events of ``streams`` in source order, each event id once (the first source that
+    has it wins: a store and a topic hold the same event). ``seen`` carries the ids already
+    taken across calls."""
+    seen = set() if seen is None else seen
+    for source in sources:
+        for located in source.events:
+            e = located.envelope
+            if e.stream_id in streams and e.event_id not in seen:
+                seen.add(e.event_id)
+                yield located
+
+
+def restrict(sources: Sequence[Source], streams: Collection[str]) -> list[Source]:
+    """Each source with only the events of ``streams`` (for checks over whole streams)."""
+    return [
+        Source(s.name, s.kind, [x for x in s.events if x.envelope.stream_id in streams])
+        for s in sources
+    ]

@@ -43,7 +43,8 @@ from electric_domain.tournament import default_config
 from electric_audit.checks import CheckResult, check_chains, check_decks
 from electric_audit.checks_money import check_multipliers, check_prize_table
 from electric_audit.hands import all_hands, replay_hand
-from electric_audit.sources import Located, Source
+from electric_audit.narrative import Narrative, money
+from electric_audit.sources import Located, Source, restrict, unique_events
 
 _HOUSE = {
     lobby.Account.ESCROW: accounts.ESCROW,
@@ -58,28 +59,11 @@ def _decode(located: Located, cls: type[Any]) -> Any:
     return message
 
 
-def _money(cents: int) -> str:
-    return f"${cents // 100}.{cents % 100:02d}"
-
-
 @dataclass
-class Story:
+class Story(Narrative):
     """What ``tournament ID`` found: the narrative and the checks."""
 
     tournament_id: str
-    facts: list[tuple[str, str]] = field(default_factory=list)
-    results: list[CheckResult] = field(default_factory=list)
-
-    @property
-    def found(self) -> bool:
-        return bool(self.facts)
-
-    @property
-    def ok(self) -> bool:
-        return self.found and all(r.ok for r in self.results)
-
-    def say(self, topic: str, text: str) -> None:
-        self.facts.append((topic, text))
 
 
 @dataclass
@@ -92,6 +76,10 @@ class _Events:
     def of(self, cls: type[Any]) -> list[tuple[Located, Any]]:
         return [(x, _decode(x, cls)) for x in self.by_type.get(cls.DESCRIPTOR.full_name, [])]
 
+    def add(self, located: Located) -> None:
+        self.by_type[located.envelope.event_type].append(located)
+        self.streams.add(located.envelope.stream_id)
+
 
 def _collect(sources: Sequence[Source], tid: str) -> tuple[_Events, list[Source]]:
     """The tournament's events and the sources restricted to its (whole) streams."""
@@ -99,13 +87,8 @@ def _collect(sources: Sequence[Source], tid: str) -> tuple[_Events, list[Source]
     transfers: set[str] = set()
     seen: set[str] = set()
     found = _Events()
-    for source in sources:
-        for located in source.events:
-            e = located.envelope
-            if e.stream_id in own and e.event_id not in seen:
-                seen.add(e.event_id)
-                found.by_type[e.event_type].append(located)
-                found.streams.add(e.stream_id)
+    for located in unique_events(sources, own, seen):
+        found.add(located)
     for _, registered in found.of(rev.PlayerRegistered):
         transfers |= {
             registered.wallet_transfer_id,
@@ -115,18 +98,9 @@ def _collect(sources: Sequence[Source], tid: str) -> tuple[_Events, list[Source]
     for _, credited in found.of(pev.PrizeCredited):
         transfers.add(credited.wallet_transfer_id)
     wallet_streams = {f"wallet-transfer-{t}" for t in transfers if t}
-    for source in sources:
-        for located in source.events:
-            e = located.envelope
-            if e.stream_id in wallet_streams and e.event_id not in seen:
-                seen.add(e.event_id)
-                found.by_type[e.event_type].append(located)
-                found.streams.add(e.stream_id)
-    restricted = [
-        Source(s.name, s.kind, [x for x in s.events if x.envelope.stream_id in found.streams])
-        for s in sources
-    ]
-    return found, restricted
+    for located in unique_events(sources, wallet_streams, seen):
+        found.add(located)
+    return found, restrict(sources, found.streams)
 
 
 def tournament_story(sources: Sequence[Source], tid: str) -> Story:
@@ -158,8 +132,8 @@ def _entries(story: Story, found: _Events) -> CheckResult:
     for _, o in opened:
         story.say(
             "opened",
-            f"{o.table_name or o.table_id}: buy-in {_money(o.buy_in.cents)} "
-            f"(rake {_money(o.rake.cents)}), {o.seats} seats, pay table {o.paytable_version}, "
+            f"{o.table_name or o.table_id}: buy-in {money(o.buy_in.cents)} "
+            f"(rake {money(o.rake.cents)}), {o.seats} seats, pay table {o.paytable_version}, "
             f"multiplier commitment {o.multiplier_seed_commitment}",
         )
     entries: dict[str, tuple[Located, Any]] = {}
@@ -167,7 +141,7 @@ def _entries(story: Story, found: _Events) -> CheckResult:
         entries[r.entry_id] = (located, r)
         story.say(
             "entry",
-            f"seat {r.seat} {r.player_id} entry {r.entry_id} buy-in {_money(r.buy_in.cents)} "
+            f"seat {r.seat} {r.player_id} entry {r.entry_id} buy-in {money(r.buy_in.cents)} "
             f"(wallet transfer {r.wallet_transfer_id})",
         )
     for _, u in found.of(rev.PlayerUnregistered):
@@ -251,9 +225,9 @@ def _buy_ins(story: Story, found: _Events, wallet_read: bool) -> CheckResult:
         total[op.code] += moved
     story.say(
         "buy-ins",
-        f"{len(entries)} × {_money(start.buy_in.cents)} posted to the escrow "
-        f"({_money(total['buy_in'])}); rake {_money(total['rake'])}, "
-        f"to the prize reserve {_money(total['prize_reserve'])}",
+        f"{len(entries)} × {money(start.buy_in.cents)} posted to the escrow "
+        f"({money(total['buy_in'])}); rake {money(total['rake'])}, "
+        f"to the prize reserve {money(total['prize_reserve'])}",
     )
     return result
 
@@ -266,7 +240,7 @@ def _multiplier(story: Story, found: _Events, restricted: Sequence[Source]) -> C
         story.say(
             "filled",
             f"multiplier x{f.multiplier} (seed {f.multiplier_seed} → commitment "
-            f"{f.multiplier_seed_commitment}), prize pool {_money(f.prize_pool.cents)}",
+            f"{f.multiplier_seed_commitment}), prize pool {money(f.prize_pool.cents)}",
         )
     multipliers = {f.multiplier for _, f in filled}
     for located, start in found.of(rev.TournamentStarted):
@@ -285,7 +259,7 @@ def _multiplier(story: Story, found: _Events, restricted: Sequence[Source]) -> C
         story.say(
             "started",
             f"multiplier x{start.multiplier}, prize pool "
-            f"{_money(start.prize_pool.cents)}, paid places {places}",
+            f"{money(start.prize_pool.cents)}, paid places {places}",
         )
         for t_located, table in found.of(tev.TableStarted):
             result.checked += 1
@@ -346,7 +320,7 @@ def _payouts(story: Story, found: _Events, wallet_read: bool) -> CheckResult:
             prize = place.prize.cents if place.HasField("prize") else 0
             story.say(
                 "place",
-                f"{place.place}: seat {place.seat} {place.player_id} prize {_money(prize)}"
+                f"{place.place}: seat {place.seat} {place.player_id} prize {money(prize)}"
                 f"{f' (tied with {place.tied_count - 1})' if place.tied_count > 1 else ''}",
             )
             if prize <= 0:
@@ -363,7 +337,7 @@ def _payouts(story: Story, found: _Events, wallet_read: bool) -> CheckResult:
             credit_at, credit = credits[0]
             story.say(
                 "credited",
-                f"{place.player_id} {_money(prize)} by wallet transfer {credit.wallet_transfer_id}",
+                f"{place.player_id} {money(prize)} by wallet transfer {credit.wallet_transfer_id}",
             )
             if not wallet_read:
                 continue

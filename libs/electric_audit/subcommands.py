@@ -12,17 +12,17 @@ import sys
 from typing import Any
 
 from electric_audit import export
-from electric_audit.checks import CheckResult
 from electric_audit.commands import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
     _add_sources,
     _moment,
-    load_sources,
-    result_text,
+    sources_or_exit,
+    write_results,
 )
-from electric_audit.sources import Source, SourceError
+from electric_audit.narrative import Narrative
+from electric_audit.sources import Source
 from electric_audit.story import tournament_story
 
 COMMANDS = ("tournament", "round", "export")
@@ -48,57 +48,25 @@ def add_parsers(sub: Any) -> None:
     )
 
 
-def write_results(results: list[CheckResult], as_json: bool) -> bool:
-    """Print the checks (text or JSON lines); True when all pass."""
-    write = sys.stdout.write
-    for result in results:
-        if as_json:
-            record = {
-                "check": result.name,
-                "ok": result.ok,
-                "checked": result.checked,
-                "failed": result.failed,
-                "first_failure": result.first_failure,
-            }
-            write(json.dumps(record) + "\n")
-        else:
-            write(result_text(result) + "\n")
-    return all(r.ok for r in results)
-
-
 def _tournament(args: argparse.Namespace, sources: list[Source]) -> int:
-    story = tournament_story(sources, args.id)
-    write = sys.stdout.write
-    if not story.found:
-        message = f"tournament {args.id}: no events in the sources given"
-        write((json.dumps({"error": message}) if args.json else message) + "\n")
-        return EXIT_FAILED
-    if not args.json:
-        write(f"tournament {args.id}\n")
-    for topic, text in story.facts:
-        if args.json:
-            write(json.dumps({"fact": topic, "text": text}) + "\n")
-        else:
-            write(f"  {topic:<9} {text}\n")
-    if not args.json:
-        write("checks:\n")
-    ok = write_results(story.results, args.json)
-    if not args.json:
-        write("all checks pass\n" if ok else "SOME CHECKS FAILED\n")
-    return EXIT_OK if ok else EXIT_FAILED
+    return _tell(args, f"tournament {args.id}", tournament_story(sources, args.id))
 
 
 def _round(args: argparse.Namespace, sources: list[Source]) -> int:
     from electric_audit.rounds import round_story
 
-    story = round_story(sources, args.id)
+    return _tell(args, f"round {args.id}", round_story(sources, args.id))
+
+
+def _tell(args: argparse.Namespace, subject: str, story: Narrative) -> int:
+    """Print a story's facts then its checks (text or JSON lines); the exit status."""
     write = sys.stdout.write
     if not story.found:
-        message = f"round {args.id}: no events in the sources given"
+        message = f"{subject}: no events in the sources given"
         write((json.dumps({"error": message}) if args.json else message) + "\n")
         return EXIT_FAILED
     if not args.json:
-        write(f"round {args.id}\n")
+        write(f"{subject}\n")
     for topic, text in story.facts:
         if args.json:
             write(json.dumps({"fact": topic, "text": text}) + "\n")
@@ -150,14 +118,9 @@ def _export(args: argparse.Namespace, sources: list[Source]) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``tournament``, ``round`` or ``export``; returns the exit status."""
-    if not args.store and not args.kafka:
-        sys.stderr.write(f"electric-audit {args.command}: give --store URL and/or --kafka\n")
-        return EXIT_USAGE
-    try:
-        sources = load_sources(args)
-    except SourceError as exc:
-        sys.stderr.write(f"electric-audit {args.command}: cannot read {exc}\n")
-        return EXIT_USAGE
+    sources = sources_or_exit(args)
+    if isinstance(sources, int):
+        return sources
     if args.command == "tournament":
         return _tournament(args, sources)
     if args.command == "round":

@@ -2,17 +2,13 @@
 
 Life of a bot (:meth:`BotPlayer.run`):
 
-1. its wallet is funded through the wallet's operator ``Deposit`` RPC (the runner holds an
-   operator token, like a cashier would; the bot itself only has a player token);
-2. it registers entries at its tier (``RegistrationService.Register``) while the runner
-   allows, keeping at most ``max_active`` entries open;
+1. its wallet is funded by the operator ``Deposit`` RPC (the runner's cashier token);
+2. it registers entries at its tier while the runner allows (at most ``max_active`` open);
 3. ``WatchMyTables`` tells it when its tables change; for each entry it watches the table
-   (``TableService.WatchTable``) and, whenever the view says it is its turn, asks the
-   strategy and answers with ``Act`` quoting the hand number and action sequence it saw
-   (or lets the timer run, or ``SitOut``/``SitIn``, or selects a pre-turn action);
-4. when asked to drain it stops registering, unregisters entries whose table is still
-   waiting, and plays its running tables to the end.
-
+   (``WatchTable``; reopened when it ends or fails, e.g. UNAVAILABLE when the table moved to
+   another instance) and on its turn answers with ``Act`` quoting the hand and action
+   sequence it saw (or lets the timer run, sits out/in, selects a pre-turn action);
+4. draining, it stops registering, withdraws waiting entries, plays running tables out.
 Nothing here reads a service's database or bus: what a bot knows, a human client could know.
 """
 
@@ -90,6 +86,8 @@ class BotStats:
     notes: list[str] = field(default_factory=list)
     #: Last refusals of stale commands (bounded), for diagnostics.
     last_stale: list[str] = field(default_factory=list)
+    #: Request ids of the acknowledged Acts, when a test puts a set here (none lost/repeated).
+    acked_acts: set[str] | None = None
 
     def note(self, text: str) -> None:
         """Keep a diagnostic line (bounded)."""
@@ -193,7 +191,7 @@ class BotPlayer:
 
     async def _retry(self, fn: Callable[[], Awaitable[T]], what: str) -> T | None:
         """Call ``fn`` until it succeeds, retrying transient failures (0.2 s doubling to
-        5 s); None when stopped."""
+        1 s: a table moved to another instance answers again seconds later); None if stopped."""
 
         def retrying(err: Any, attempt: int, delay: float) -> None:  # only AioRpcError
             _log.debug("bot.retry", player=self.player_id, call=what, code=_code(err).name)
@@ -201,7 +199,7 @@ class BotPlayer:
         transient = lambda e: isinstance(e, grpc.aio.AioRpcError) and _code(e) in _TRANSIENT  # noqa: E731
         with contextlib.suppress(Stopped):
             return await retry_async(
-                fn, retry_on=transient, initial=0.2, maximum=5.0, stop=self._stop,
+                fn, retry_on=transient, initial=0.2, maximum=1.0, stop=self._stop,
                 before_sleep=retrying,
             )  # fmt: skip
         return None
@@ -564,6 +562,8 @@ class _TableSession:
         response: table_pb2.ActResponse = await self.bot._table.Act(
             request, metadata=self.bot._md(), timeout=10
         )
+        if (acked := self.bot._stats.acked_acts) is not None:
+            acked.add(request.request_id)
         return response
 
     async def _pre_action(self, view: table_pb2.TableView, choice: Any) -> object:

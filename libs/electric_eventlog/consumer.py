@@ -22,7 +22,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import tenacity
 from electric.eventlog.v1.envelope_pb2 import Envelope
@@ -161,7 +161,7 @@ class ConsumerWorker:
         max_attempts: int = 3,
         retry_delay: float = 0.05,
         transient: Callable[[BaseException], bool] = is_transient,
-        dedup_retention: timedelta | None = None,
+        dedup_retention: timedelta | Literal["topic"] | None = "topic",
         purge_interval: float = 3600.0,
     ) -> None:
         """``effect`` runs in a worker thread inside the transaction that records the event
@@ -170,7 +170,9 @@ class ConsumerWorker:
         A non-transient failure is retried ``max_attempts`` times, then dead-lettered.
         ``group_id`` defaults to the consumer name. ``dedup_retention``: while running,
         every ``purge_interval`` seconds forget records older than that (None: keep all;
-        the bound is in docs/event-store.md, "Bounded de-duplication records").
+        the bound is in docs/event-store.md, "Bounded de-duplication records"). The default
+        ``"topic"`` derives it from the consumed topics' retention at start
+        (:mod:`.dedup_retention`): none on a bus or topic that keeps messages forever.
         """
         self.engine = engine
         self.bus = bus
@@ -213,8 +215,9 @@ class ConsumerWorker:
         """Consume until ``stop`` is set."""
         self._stop = stop
         purging = None
-        if self.dedup_retention is not None:
-            purging = asyncio.create_task(self._purge_loop(stop, self.dedup_retention))
+        retention = await self.resolve_dedup_retention()
+        if retention is not None:
+            purging = asyncio.create_task(self._purge_loop(stop, retention))
         try:
             # _Stopped: stopped while retrying a transient failure; that message stays
             # uncommitted.
@@ -227,6 +230,31 @@ class ConsumerWorker:
                 purging.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await purging
+
+    async def resolve_dedup_retention(self) -> timedelta | None:
+        """``dedup_retention``, with ``"topic"`` resolved from the topics' retention on a
+        Kafka bus (an in-process bus keeps every message: None). A broker that cannot say
+        keeps every record (None): forgetting too early would apply an event twice."""
+        if self.dedup_retention != "topic":
+            return self.dedup_retention
+        bootstrap = getattr(self.bus, "bootstrap_servers", None)
+        if not isinstance(bootstrap, str):
+            return None
+        from .dedup_retention import topic_dedup_retention
+        from .topics import namespaced
+
+        namespace = str(getattr(self.bus, "namespace", "") or "")
+        names = [namespaced(namespace, t) for t in self.topics]
+        try:
+            retention = await asyncio.wait_for(topic_dedup_retention(bootstrap, names), 10)
+        except Exception:  # the broker is away: keep the records, decide at the next start
+            log.warning("consumer.dedup_retention_unknown", extra={"consumer": self.consumer.name})
+            return None
+        log.info(
+            "consumer.dedup_retention",
+            extra={"consumer": self.consumer.name, "retention": str(retention)},
+        )
+        return retention
 
     def purge(self, retention: timedelta) -> int:
         """Forget de-duplication records older than ``retention`` (one transaction)."""

@@ -177,6 +177,15 @@ class GroupCommit:
             batch = [self._queue.popleft() for _ in range(count)]
         try:
             self._execute(batch)
+        except BaseException as exc:
+            # Whatever still escapes the batch fails its units that are not done. Queued
+            # again instead, the leader's own unit would head the queue with its thread
+            # gone (it leaves with the exception): nobody would lead again and every later
+            # unit would wait forever (found by the chaos run, issue 18).
+            for unit in batch:
+                if not unit.done:
+                    unit.error, unit.result, unit.done = exc, None, True
+            raise
         finally:
             requeue = [u for u in batch if not u.done]
             with self._mutex:
@@ -193,8 +202,12 @@ class GroupCommit:
         self._local.leading = True
         try:
             for attempt in (1, 2):
-                conn = self._connection()
                 self._committing = False
+                try:
+                    conn = self._connection()
+                except Exception as exc:  # no connection (e.g. the server restarts): none ran
+                    self._fail(batch, exc)
+                    return
                 try:
                     self._run_batch(conn, batch)
                 except BaseException as exc:  # the batch failed (commit, connection, interrupt)

@@ -25,7 +25,7 @@ from aiokafka import (
     TopicPartition,
 )
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka.errors import CommitFailedError, KafkaError
+from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
 
 from .bus import Handler, OutgoingMessage, ReceivedMessage
 from .topics import RETENTION_CONFIG, dlq_topic_for, namespaced, partitions_for
@@ -80,11 +80,21 @@ class KafkaBus:
         self._producer: AIOKafkaProducer | None = None
         #: Rebalance listeners by (plain) group id (:meth:`set_rebalance_listener`).
         self._listeners: dict[str, ConsumerRebalanceListener] = {}
+        self._group_options: dict[str, dict[str, Any]] = {}
 
-    def set_rebalance_listener(self, group_id: str, listener: ConsumerRebalanceListener) -> None:
+    def set_rebalance_listener(
+        self,
+        group_id: str,
+        listener: ConsumerRebalanceListener,
+        *,
+        options: dict[str, Any] | None = None,
+    ) -> None:
         """Have :meth:`consume` as ``group_id`` subscribe with ``listener``: its callbacks
-        are awaited inside each rebalance (the table service's partition ownership)."""
+        are awaited inside each rebalance (the table service's partition ownership).
+        ``options``: consumer options of that group only (e.g. shorter session and
+        heartbeat timeouts for a failover in seconds, docs/scaling.md)."""
         self._listeners[group_id] = listener
+        self._group_options[group_id] = dict(options or {})
 
     def kafka_name(self, name: str) -> str:
         """The name of topic/group ``name`` on the broker (prefixed by the namespace)."""
@@ -189,7 +199,7 @@ class KafkaBus:
             group_id=self.kafka_name(group_id),
             enable_auto_commit=False,
             auto_offset_reset="earliest",
-            **self._consumer_options,
+            **{**self._consumer_options, **self._group_options.get(group_id, {})},
         )
         if listener is not None:  # subscribed before start: the first assignment calls it
             consumer.subscribe(topics=names, listener=listener)
@@ -202,9 +212,10 @@ class KafkaBus:
                         await handler(_received(record, self.namespace))
                     try:
                         await consumer.commit({tp: records[-1].offset + 1})
-                    except CommitFailedError:
-                        # Partition moved to another member mid-batch: it will redeliver,
-                        # and the idempotent consumer skips what was applied.
+                    except (CommitFailedError, IllegalStateError):
+                        # Partition moved to another member mid-batch (IllegalStateError:
+                        # already revoked here when the batch ends): it will redeliver, and
+                        # the idempotent consumer skips what was applied.
                         log.warning(
                             "kafka.commit_failed",
                             extra={"topic": tp.topic, "partition": tp.partition},

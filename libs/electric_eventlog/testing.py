@@ -87,7 +87,6 @@ def follow_while_writing(
     """
     result = FollowResult()
     lock = threading.Lock()
-    done = threading.Event()
 
     def write(worker: int) -> None:
         rng = random.Random(seed * 1000 + worker)
@@ -99,8 +98,8 @@ def follow_while_writing(
                     envs = store.append(conn, stream, ANY, [event(f"w{worker}-{n}")])
                     time.sleep(rng.random() * max_hold_seconds)
                     if roll_back:
-                        raise _Rollback
-            except (_Rollback, ConcurrencyError):
+                        raise Rollback
+            except (Rollback, ConcurrencyError):
                 # ConcurrencyError only happens with a store that does not serialise
                 # allocation (the unique (stream, version) backstop); such an event is simply
                 # not committed.
@@ -108,58 +107,76 @@ def follow_while_writing(
             with lock:
                 result.committed_event_ids.update(e.event_id for e in envs)
 
-    def read() -> None:
-        after = 0
-        last_version: dict[str, int] = {}
-        while True:
-            finished = done.is_set()
-            with read_only(engine.connect()) as conn, conn.begin():
-                batch = store.read_all(conn, after=after, limit=200)
-            for env in batch:
-                if env.global_position != after + 1:
-                    result.order_violations.append(
-                        f"position {env.global_position} after {after} (gap)"
-                    )
-                if env.stream_version != last_version.get(env.stream_id, 0) + 1:
-                    result.order_violations.append(
-                        f"{env.stream_id} v{env.stream_version} after "
-                        f"v{last_version.get(env.stream_id, 0)}"
-                    )
-                last_version[env.stream_id] = env.stream_version
-                after = env.global_position
-                result.seen.append(env.global_position)
-                result.seen_event_ids.append(env.event_id)
-            if finished and not batch:
-                return
-            if not batch:
-                time.sleep(0.001)
+    return run_followed(engine, store, result, write, writers, reader_name="follower")
 
-    reader = threading.Thread(target=read, name="follower")
-    threads = [
-        threading.Thread(target=write, args=(w,), name=f"writer-{w}") for w in range(writers)
-    ]
+
+def run_followed(
+    engine: Engine,
+    store: EventStore,
+    result: FollowResult,
+    write: Callable[[int], None],
+    writers: int,
+    *,
+    reader_name: str,
+) -> FollowResult:
+    """Run ``write(i)`` on ``writers`` threads while one reader follows ``read_all``
+    into ``result``; return ``result`` once the writers are done and the reader caught up."""
+    done = threading.Event()
+    reader = threading.Thread(target=_follow, args=(engine, store, result, done), name=reader_name)
     reader.start()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(write, writers)
     done.set()
     reader.join()
     return result
 
 
-class _Rollback(Exception):
-    pass
+def _follow(engine: Engine, store: EventStore, result: FollowResult, done: threading.Event) -> None:
+    """The reader: moves only forward (``after`` = last position seen) and records every
+    gap in the global positions or in a stream's versions; stops once ``done`` is set and a
+    read after that found nothing more."""
+    after = 0
+    last_version: dict[str, int] = {}
+    while True:
+        finished = done.is_set()
+        with read_only(engine.connect()) as conn, conn.begin():
+            batch = store.read_all(conn, after=after, limit=200)
+        for env in batch:
+            if env.global_position != after + 1:
+                result.order_violations.append(
+                    f"position {env.global_position} after {after} (gap)"
+                )
+            if env.stream_version != last_version.get(env.stream_id, 0) + 1:
+                result.order_violations.append(
+                    f"{env.stream_id} v{env.stream_version} after "
+                    f"v{last_version.get(env.stream_id, 0)}"
+                )
+            last_version[env.stream_id] = env.stream_version
+            after = env.global_position
+            result.seen.append(env.global_position)
+            result.seen_event_ids.append(env.event_id)
+        if finished and not batch:
+            return
+        if not batch:
+            time.sleep(0.001)
 
 
-class RecorderCases:
-    """Backend-independent event store cases. Subclasses set ``engine`` before each test."""
+class Rollback(Exception):
+    """Raised inside a test transaction to roll it back on purpose."""
+
+
+class StoreCases:
+    """The set-up every reusable case class shares: subclasses set ``engine`` (a fresh,
+    migrated database) before each test and may name their own ``producer``."""
 
     engine: Engine
     producer = "testsvc"
 
     def make_store(self) -> EventStore:
         return EventStore(self.engine, producer=self.producer)
+
+
+class RecorderCases(StoreCases):
+    """Backend-independent event store cases. Subclasses set ``engine`` before each test."""
 
     def test_append_and_read_stream(self) -> None:
         store = self.make_store()
@@ -293,8 +310,8 @@ class RecorderCases:
             with self.engine.begin() as conn:
                 conn.execute(text("INSERT INTO svc_projection (id) VALUES ('p1')"))
                 store.append(conn, "tx-1", NO_STREAM, [event("a")])
-                raise _Rollback
-        except _Rollback:
+                raise Rollback
+        except Rollback:
             pass
         with self.engine.connect() as conn:
             assert conn.execute(text("SELECT count(*) FROM svc_projection")).scalar() == 0

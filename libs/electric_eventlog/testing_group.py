@@ -12,11 +12,10 @@ from collections.abc import Callable
 from sqlalchemy import Connection, Engine, func, select
 
 from . import schema
-from .engine import read_only
 from .errors import ConcurrencyError, DuplicateEventError
 from .model import ANY, NO_STREAM, NewEvent
 from .store import EventStore
-from .testing import FollowResult, event, run_threads
+from .testing import FollowResult, Rollback, StoreCases, event, run_followed, run_threads
 from .verify import verify
 
 
@@ -32,10 +31,6 @@ def hold_batch(store: EventStore, others: int, timeout: float = 10.0) -> Callabl
             time.sleep(0.001)
 
     return wait
-
-
-class _Rollback(Exception):
-    pass
 
 
 def follow_while_grouped(
@@ -54,7 +49,6 @@ def follow_while_grouped(
     ``fail_every``-th unit raises after appending (rolled back alone)."""
     result = FollowResult()
     lock = threading.Lock()
-    done = threading.Event()
 
     def write(worker: int) -> None:
         rng = random.Random(seed * 1000 + worker)
@@ -73,53 +67,23 @@ def follow_while_grouped(
                 envs = store.append(conn, stream, ANY, [event(f"w{worker}-{n}")])
                 time.sleep(hold)
                 if fail:
-                    raise _Rollback
+                    raise Rollback
                 return [e.event_id for e in envs]
 
             try:
                 ids = store.transact(work)
-            except _Rollback:
+            except Rollback:
                 continue
             with lock:
                 result.committed_event_ids.update(ids)
 
-    def read() -> None:
-        after = 0
-        last_version: dict[str, int] = {}
-        while True:
-            finished = done.is_set()
-            with read_only(engine.connect()) as conn, conn.begin():
-                batch = store.read_all(conn, after=after, limit=200)
-            for env in batch:
-                if env.global_position != after + 1:
-                    result.order_violations.append(f"position {env.global_position} after {after}")
-                if env.stream_version != last_version.get(env.stream_id, 0) + 1:
-                    result.order_violations.append(f"{env.stream_id} v{env.stream_version}")
-                last_version[env.stream_id] = env.stream_version
-                after = env.global_position
-                result.seen.append(env.global_position)
-                result.seen_event_ids.append(env.event_id)
-            if finished and not batch:
-                return
-            if not batch:
-                time.sleep(0.001)
-
-    reader = threading.Thread(target=read, name="group-follower")
-    reader.start()
-    run_threads(write, writers)
-    done.set()
-    reader.join()
-    return result
+    return run_followed(engine, store, result, write, writers, reader_name="group-follower")
 
 
-class GroupCommitCases:
+class GroupCommitCases(StoreCases):
     """Backend-independent group-commit cases. Subclasses set ``engine`` before each test."""
 
-    engine: Engine
     producer = "groupsvc"
-
-    def make_store(self) -> EventStore:
-        return EventStore(self.engine, producer=self.producer)
 
     def test_idle_append_runs_alone(self) -> None:
         store = self.make_store()

@@ -57,10 +57,18 @@ def new_checkpoint_key(service: str) -> SigningKey:
 
 
 def _write_private(path: Path, text: str) -> None:
+    """Create ``path`` (mode 0600) holding ``text``, or raise FileExistsError. The file
+    appears complete or not at all (written aside, then hard-linked): several instances of
+    a service starting together on one var dir must never read a half-written key."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        out.write(text + "\n")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text + "\n")
+        os.link(tmp, path)  # atomic, and FileExistsError when another process won
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def ensure_checkpoint_key(directory: Path, service: str) -> SigningKey:

@@ -241,6 +241,28 @@ PAYOUT_TARGET = EnvVar(
     per_service=False,
 )
 
+TABLE_OWNERSHIP = EnvVar(
+    "ELECTRIC_TABLE_OWNERSHIP",
+    "single",
+    "Table service only: `single` (one instance owns every table) or `partitions` (tables "
+    "owned by Kafka partition, several instances; docs/scaling.md).",
+    per_service=False,
+)
+TABLE_ADVERTISED_ADDRESS = EnvVar(
+    "ELECTRIC_TABLE_ADVERTISED_ADDRESS",
+    "",
+    "Table service, `partitions` ownership: host:port other table instances forward a "
+    "table's calls to (default the gRPC host and bound port; a wildcard host is 127.0.0.1).",
+    per_service=False,
+)
+TABLE_CASINO = EnvVar(
+    "ELECTRIC_TABLE_CASINO",
+    "on",
+    "Table service only: whether this instance hosts the casino (`on`/`off`); with several "
+    "table instances exactly one does (docs/scaling.md).",
+    per_service=False,
+)
+
 #: Every environment variable the services read. docker-compose and the docs are checked
 #: against this tuple.
 ENV_VARS: tuple[EnvVar, ...] = (
@@ -271,6 +293,9 @@ ENV_VARS: tuple[EnvVar, ...] = (
     TABLE_TARGET,
     WALLET_TARGET,
     PAYOUT_TARGET,
+    TABLE_OWNERSHIP,
+    TABLE_ADVERTISED_ADDRESS,
+    TABLE_CASINO,
 )
 
 _TARGETS: Mapping[str, EnvVar] = {

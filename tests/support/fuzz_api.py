@@ -33,7 +33,6 @@ import jwt
 from electric.common.v1 import pagination_pb2
 from electric.registration.v1 import registration_pb2, registration_pb2_grpc
 from electric.wallet.v1 import wallet_pb2, wallet_pb2_grpc
-from electric_bots.runner import BotRunner, BotRunnerConfig, Targets
 from electric_platform.keys import SigningKey
 from google.protobuf.message import Message
 
@@ -223,18 +222,7 @@ class StateProbe:
 async def seed_platform(platform: Platform, seed: int) -> tuple[Known, str]:
     """Give the platform real content: one tournament played to the end by bots, a funded
     fuzz player with a waiting entry. Returns the known ids and a seated player's id."""
-    t = platform.targets
-    runner = BotRunner(
-        BotRunnerConfig(
-            targets=Targets(t["registration"], t["table"], t["wallet"]),
-            key=platform.issuer_key,
-            bots=3,
-            until_finished=1,
-            seed=seed,
-            player_prefix="fuzzbot",
-            mix=(("random", 1),),
-        )
-    )
+    runner = platform.bot_runner(seed=seed, player_prefix="fuzzbot", mix=(("random", 1),))
     stats = await asyncio.wait_for(runner.run(), timeout=120)
     assert stats.tables_finished and not stats.errors, stats
     seated = runner.assignments[0].player_id

@@ -16,8 +16,10 @@ import contextlib
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import grpc
+from electric_bots.runner import BotRunner, BotRunnerConfig, Targets
 from electric_platform import ServiceHost, load_config
 from electric_runner.app import embedded_environ, service_setups
 from electric_table.app import MANAGERS, make_setup
@@ -66,6 +68,35 @@ class Platform:
     def md(self, subject: str, role: str = "player") -> tuple[tuple[str, str], ...]:
         """Call metadata with a valid bearer token."""
         return (("authorization", f"Bearer {self.token(subject, role)}"),)
+
+    @property
+    def bot_targets(self) -> Targets:
+        """What the poker bots call: registration, table and wallet."""
+        t = self.targets
+        return Targets(t["registration"], t["table"], t["wallet"])
+
+    def bot_runner(
+        self,
+        *,
+        seed: int,
+        player_prefix: str,
+        bots: int = 3,
+        until_finished: int = 1,
+        **more: Any,
+    ) -> BotRunner:
+        """Poker bots over this platform's APIs with the issuer's key (``more``: any other
+        :class:`BotRunnerConfig` field, e.g. ``mix``)."""
+        return BotRunner(
+            BotRunnerConfig(
+                targets=self.bot_targets,
+                key=self.issuer_key,
+                bots=bots,
+                until_finished=until_finished,
+                seed=seed,
+                player_prefix=player_prefix,
+                **more,
+            )
+        )
 
     @property
     def table_manager(self) -> TableManager:

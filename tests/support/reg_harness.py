@@ -10,9 +10,10 @@ Used by tests/unit/{registration,payout} (SQLite) and tests/integration/{registr
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -39,6 +40,7 @@ from electric_wallet.app import setup as wallet_setup
 from sqlalchemy import Engine
 
 from tests.support.auth import auth_env, bearer
+from tests.support.infra import fresh_database
 
 T = TypeVar("T")
 
@@ -191,6 +193,31 @@ async def start_stack(
         payout=payout_pb2_grpc.PayoutServiceStub(channels.get("payout", channels["wallet"])),
         urls=db,
     )
+
+
+@contextlib.asynccontextmanager
+async def running_stack(
+    tmp_path: Path, urls: Mapping[str, str] | None = None, *, payout: bool = True
+) -> AsyncIterator[Stack]:
+    """:func:`start_stack`, closed on exit."""
+    s = await start_stack(tmp_path, urls, payout=payout)
+    try:
+        yield s
+    finally:
+        await s.close()
+
+
+@contextlib.contextmanager
+def fresh_databases(
+    postgres_url: str, prefix: str, services: Iterable[str]
+) -> Iterator[dict[str, str]]:
+    """A fresh PostgreSQL database per service (named ``<prefix><service>_...``), each
+    dropped on exit: the ``urls`` of :func:`start_stack`."""
+    with contextlib.ExitStack() as stack:
+        yield {
+            s: stack.enter_context(fresh_database(postgres_url, prefix=f"{prefix}{s}"))
+            for s in services
+        }
 
 
 class FakeTable:

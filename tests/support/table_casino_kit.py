@@ -6,31 +6,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
-import os
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
-from electric.eventlog.v1.envelope_pb2 import Envelope
 from electric.registration.v1 import casino_events_pb2 as reg_casino
 from electric.table.v1 import casino_pb2, casino_pb2_grpc
 from electric.wallet.v1 import ledger_pb2, wallet_pb2
-from electric_eventlog import envelope_message, pack
-from electric_platform import ServiceHost, load_config
-from electric_platform.eventpath import inprocess_bus
-from electric_table.app import make_setup
-from electric_table.casino import repo
+from electric_platform import ServiceHost
 from electric_table.casino.handlers import CasinoHandlers, casino_stream
 from electric_table.casino.uth_tables import UthTables
 from electric_table.casino.wiring import CASINO, UTH
 from google.protobuf.message import Message
 
 from tests.support import wallet_kit
-from tests.support.auth import auth_env, bearer
-from tests.support.table_kit import REG_TOPIC
+from tests.support.auth import bearer
+from tests.support.casino_setup import registration_event, serve_table, until_seated
 
 OPERATOR = bearer("op-1", "operator")
 PENDING = ledger_pb2.TRANSFER_STATE_PENDING
@@ -54,13 +47,23 @@ def windows(green: int, yellow: int, decision: int, pause: int = 100) -> dict[st
     }
 
 
+def betting(v: View) -> bool:
+    """The table takes bets: a round open, its light green."""
+    return v.phase == "betting" and v.light == "green" and v.status == "open"
+
+
 @dataclass
-class UthEnv:
+class CasinoEnv:
+    """A table host serving THB and UTH, its casino stub and the wallet it reaches."""
+
     casino: casino_pb2_grpc.CasinoTableServiceStub
     wallet: wallet_kit.Env
     handlers: CasinoHandlers
-    uth: UthTables
     host: ServiceHost
+
+    def metric(self, name: str, **labels: str) -> float:
+        value = self.host.metrics.registry.get_sample_value(name, labels)
+        return 0.0 if value is None else float(value)
 
     async def transfer(self, tid: str) -> wallet_pb2.Transfer:
         resp = await self.wallet.stub.GetTransfer(
@@ -76,6 +79,13 @@ class UthEnv:
 
     def kinds(self, round_id: str) -> list[str]:
         return [type(m).__name__ for m in self.events(round_id)]
+
+
+@dataclass
+class UthEnv(CasinoEnv):
+    """:class:`CasinoEnv` with the host's live UTH tables and calls at table ``uth-1``."""
+
+    uth: UthTables
 
     async def view(self, player: str, table: str = TABLE) -> View:
         resp = await self.casino.GetCasinoTable(
@@ -119,65 +129,29 @@ async def table_host(
     tmp_path: Path, wallet: wallet_kit.Env, env: dict[str, str], database_url: str = ""
 ) -> AsyncIterator[UthEnv]:
     """The table host; its database is SQLite under ``tmp_path`` unless ``database_url``."""
-    db = {"DATABASE_URL": database_url} if database_url else {}
-    config = load_config(
-        "table",
-        {
-            **db,
-            "ELECTRIC_VAR_DIR": str(tmp_path),
-            **auth_env(),
-            "ELECTRIC_WALLET_TARGET": wallet.target,
-            "ELECTRIC_GRPC_PORT": "0",
-            "ELECTRIC_METRICS_PORT": "-1",
-            "ELECTRIC_SHUTDOWN_GRACE_SECONDS": "1",
-            "ELECTRIC_LOG_LEVEL": "WARNING",
-        },
-    )
-    with _environ(env):
-        host = ServiceHost(config, make_setup(pause_ms=50))
-        await host.start()
-    channel = grpc.aio.insecure_channel(f"127.0.0.1:{host.grpc_port}")
-    try:
+    async with (
+        serve_table(tmp_path, wallet, env, database_url) as host,
+        grpc.aio.insecure_channel(f"127.0.0.1:{host.grpc_port}") as channel,
+    ):
         yield UthEnv(
             casino_pb2_grpc.CasinoTableServiceStub(channel),
             wallet,
             CASINO[id(host)],
-            UTH[id(host)],
             host,
+            UTH[id(host)],
         )
-    finally:
-        await channel.close()
-        await host.stop()
 
 
-@contextlib.contextmanager
-def _environ(values: dict[str, str]) -> Iterator[None]:
-    old = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
-_versions = itertools.count(1)
-
-
-async def registration_event(payload: Message, table_id: str) -> None:
-    envelope = Envelope(
-        event_id=str(uuid.uuid4()),
-        stream_id=f"casino-table-{table_id}",
-        stream_version=next(_versions),
-        event_type=payload.DESCRIPTOR.full_name,
-        payload=pack(payload),
-        producer="registration",
-    )
-    envelope.occurred_at.GetCurrentTime()
-    await inprocess_bus().publish([envelope_message(REG_TOPIC, envelope)])
+@contextlib.asynccontextmanager
+async def thb_host(tmp_path: Path, wallet: wallet_kit.Env) -> AsyncIterator[CasinoEnv]:
+    """The table host (SQLite under ``tmp_path``) for THB tests: no UTH windows set."""
+    async with (
+        serve_table(tmp_path, wallet) as host,
+        grpc.aio.insecure_channel(f"127.0.0.1:{host.grpc_port}") as channel,
+    ):
+        yield CasinoEnv(
+            casino_pb2_grpc.CasinoTableServiceStub(channel), wallet, CASINO[id(host)], host
+        )
 
 
 async def seat(env: UthEnv, players: list[str], table_id: str = TABLE) -> None:
@@ -189,10 +163,5 @@ async def seat(env: UthEnv, players: list[str], table_id: str = TABLE) -> None:
             ),
             table_id,
         )
-    deadline = asyncio.get_running_loop().time() + 10
-    while True:
-        with env.handlers.engine.connect() as conn:
-            if set(players) <= set(repo.seated_players(conn, table_id)):
-                return
-        assert asyncio.get_running_loop().time() < deadline, "seats never arrived"
-        await asyncio.sleep(0.02)
+    for p in players:
+        await until_seated(env.handlers.engine, table_id, p)

@@ -17,9 +17,10 @@ from electric.eventlog.v1.envelope_pb2 import Envelope
 from electric.registration.v1 import events_pb2 as reg_events
 from electric.table.v1 import events_pb2 as tev
 from electric.table.v1 import table_pb2, table_pb2_grpc
-from electric_domain.tournament import default_config, draw_multiplier
+from electric_domain.tournament import Tournament, default_config, draw_multiplier
 from electric_eventlog import envelope_message, pack
 from electric_eventlog.bus import OutgoingMessage
+from electric_table import mapping
 from google.protobuf.duration_pb2 import Duration
 
 from tests.support.auth import bearer
@@ -29,6 +30,20 @@ REG_TOPIC = "electric.registration.events"
 
 def md(sub: str, role: str = "player") -> tuple[tuple[str, str], ...]:
     return bearer(sub, role)
+
+
+def table_info(t: Tournament) -> mapping.TableInfo:
+    """The table facts the mapping needs for tournament ``t`` (table ``t-1``, entry ``e<i>``
+    of seat i + 1, a 10 s action timer)."""
+    return mapping.TableInfo(
+        table_id="t-1",
+        table_name="T",
+        seats=tuple(
+            mapping.SeatInfo(i + 1, s.player_id, f"e{i}", s.player_id)
+            for i, s in enumerate(t.state.seats)
+        ),
+        action_timer_ms=10_000,
+    )
 
 
 def _ms(ms: int) -> Duration:

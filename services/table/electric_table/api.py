@@ -31,6 +31,7 @@ from electric_platform import (
     InvalidArgument,
     NotFound,
     PermissionDenied,
+    Unavailable,
     correlation_id,
     current_principal,
 )
@@ -214,6 +215,11 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
                     return
             elif rt.finished:
                 return  # resumed at the end of a finished table: nothing more will come
+            elif self._manager.tables.get(rt.table_id) is not rt:
+                # Disowned (its partition moved, or a write was fenced; docs/scaling.md):
+                # nothing more comes from here. UNAVAILABLE: the client reconnects (with
+                # from_sequence) and reaches the new owner.
+                raise Unavailable(f"table {rt.table_id} moved to another instance; reconnect")
             if not await self._next_change(changed, stop_wait):
                 return
 

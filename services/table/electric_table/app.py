@@ -8,8 +8,10 @@ registration subscription (`consumers`, on the shared ConsumerWorker) and the se
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Awaitable, Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 
 from electric.table.v1 import table_pb2, table_pb2_grpc
 from electric_platform.eventmetrics import watch_consumers
@@ -28,6 +30,7 @@ from electric_table.ownership import (
     own_by_partitions,
     ownership_mode,
 )
+from electric_table.routing import RoutedTableApi, TableRouter, advertised_address
 from electric_table.runtime import FINISHED_RETENTION_S, TableManager
 from electric_table.store.tables import VERSIONS_DIR, metadata
 
@@ -36,6 +39,9 @@ SERVICE = "table"
 #: Only for isolating a deployment (or a test) on a shared broker; every instance of one
 #: deployment must use the same group.
 CONSUMER_GROUP_ENV = "ELECTRIC_TABLE_CONSUMER_GROUP"
+
+#: Worker threads of a ``partitions`` instance (asyncio's default is cores + 4).
+PARTITIONS_WORKERS = 32
 
 #: The live manager of each started host (tests and the embedded runner look tables up here).
 MANAGERS: dict[int, TableManager] = {}
@@ -87,6 +93,22 @@ def finished_retention_s(environ: Mapping[str, str] | None = None) -> float:
     return value / 1000
 
 
+#: Whether this instance hosts the casino (THB rounds, UTH live tables): ``on`` (default) or
+#: ``off``. The casino is not under partition ownership yet (docs/scaling.md): with several
+#: table instances exactly one hosts it (docker-compose: ``table``), or its live tables
+#: would be driven by each of them.
+CASINO_ENV = "ELECTRIC_TABLE_CASINO"
+
+
+def casino_hosted(environ: Mapping[str, str] | None = None) -> bool:
+    """``ELECTRIC_TABLE_CASINO``: ``on`` (default) or ``off``."""
+    env = os.environ if environ is None else environ
+    value = env.get(CASINO_ENV, "").strip().lower() or "on"
+    if value not in ("on", "off"):
+        raise ValueError(f"{CASINO_ENV} must be 'on' or 'off', got {value!r}")
+    return value == "on"
+
+
 def make_setup(
     *, pause_ms: int | None = None, ownership: str | None = None
 ) -> Callable[[ServiceHost], Awaitable[None]]:
@@ -127,17 +149,41 @@ def make_setup(
             manager,
             group_id=os.environ.get(CONSUMER_GROUP_ENV, ""),
         )
+        start_wait = watch_start_wait_s()
+        api: TableApi
         if by_partitions:  # tables come and go with the group's assignment (docs/scaling.md)
-            owned = await own_by_partitions(manager, path, worker.group_id, SOURCE_TOPIC)
+            # Writers waiting on a lock a paused ex-owner holds must not take every worker
+            # thread: the takeover (fence + rebuild) needs threads to end that wait.
+            asyncio.get_running_loop().set_default_executor(
+                ThreadPoolExecutor(max_workers=PARTITIONS_WORKERS, thread_name_prefix="table")
+            )
+            address = advertised_address(host.config.grpc_host, lambda: host.grpc_port)
+            owned = await own_by_partitions(
+                manager, path, worker.group_id, SOURCE_TOPIC, owner=address
+            )
             OWNERSHIPS[id(host)] = owned
+            host.add_background(
+                "table-ownership-sweep", lambda: owned.sweep_forever(host.stopping), restart=True
+            )
+            # Calls for another instance's table are forwarded to it (`routing`).
+            router = TableRouter(owned, path.engine, address, start_wait_s=start_wait)
+            host.on_shutdown(router.close)
+            api = RoutedTableApi(
+                handlers, host.stopping, manager, watch_start_wait_s=start_wait, router=router
+            )
+        else:
+            api = TableApi(handlers, host.stopping, manager, watch_start_wait_s=start_wait)
         watch_consumers(host, worker)
         host.add_background("tournament-consumer", lambda: worker.run(host.stopping), restart=True)
         host.add_service(
             table_pb2.DESCRIPTOR.services_by_name["TableService"],
             table_pb2_grpc.add_TableServiceServicer_to_server,
-            TableApi(handlers, host.stopping, manager, watch_start_wait_s=watch_start_wait_s()),
+            api,
         )
-        await setup_casino(host, path)
+        if casino_hosted():
+            await setup_casino(host, path)
+        else:  # another instance hosts the casino (not under partition ownership yet)
+            host.log.info("table.casino_off", reason=f"{CASINO_ENV}=off")
 
     return setup_with
 

@@ -25,7 +25,7 @@ from electric_domain.tournament import Rejected, ShowSettings, Tick
 from electric_domain.tournament import events as dev
 from electric_domain.tournament.events import Command
 from electric_eventlog import ConcurrencyError
-from electric_eventlog.fencing import FencedError
+from electric_eventlog.fencing import FencedError, break_stale_writers, is_lock_timeout
 from electric_platform import Aborted, InvalidArgument, ServiceError, Unavailable
 from sqlalchemy import Connection
 
@@ -257,6 +257,9 @@ class TableHandlers:
                 "table.write_failed",
                 extra={"table_id": rt.table_id, "error": f"{type(exc).__name__}: {exc}"},
             )
+            if is_lock_timeout(exc):  # a paused writer holds a lock: end its session
+                stale = await asyncio.to_thread(break_stale_writers, manager.engine)
+                log.warning("table.stale_writers_ended", extra={"pids": stale})
             await manager.reload(rt)
             if isinstance(exc, ConcurrencyError):
                 raise Aborted(f"table {rt.table_id} changed concurrently; retry") from exc

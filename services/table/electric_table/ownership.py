@@ -17,6 +17,7 @@ Two modes, chosen by ``ELECTRIC_TABLE_OWNERSHIP``:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -61,6 +62,10 @@ def partition_for(table_id: str, partitions: int) -> int:
     return (int(murmur2(start_key(table_id))) & 0x7FFFFFFF) % partitions
 
 
+#: Lock-timeout retries of a takeover (each waits ``fencing.LOCK_TIMEOUT_MS``).
+TAKE_ATTEMPTS = 10
+
+
 class PartitionOwnership:
     """The tables this instance owns: those of its assigned partitions, fenced.
 
@@ -73,17 +78,24 @@ class PartitionOwnership:
         manager: TableManager,
         engine: Engine,
         *,
-        owner: str,
+        owner: str | Callable[[], str],
         partitions: int,
         live_ids: Callable[[], Awaitable[list[str]]] | None = None,
     ) -> None:
         self.manager = manager
         self.engine = engine
-        #: Who takes the fences (an instance id or its advertised address, docs/scaling.md).
-        self.owner = owner
+        #: Who takes the fences: the instance's advertised gRPC address (a callable: the
+        #: port is known once the server is bound), which other instances forward to
+        #: (``electric_table.routing``); tests may use any name.
+        self._owner = owner
         self.partitions = partitions
         self.assigned: set[int] = set()
         self._live_ids = live_ids
+
+    @property
+    def owner(self) -> str:
+        """The name this instance takes fences under (its advertised address)."""
+        return self._owner if isinstance(self._owner, str) else self._owner()
 
     def owns(self, table_id: str) -> bool:
         """Whether ``table_id`` is on a partition assigned to this instance."""
@@ -97,8 +109,20 @@ class PartitionOwnership:
         if not self.owns(table_id):
             raise PermissionError(f"table {table_id} is not on a partition of this instance")
         resource = table_stream(table_id)
-        with self.engine.begin() as conn:
-            epoch = fencing.take(conn, resource, owner=self.owner)
+        for attempt in range(1, TAKE_ATTEMPTS + 1):
+            try:
+                with self.engine.begin() as conn:
+                    epoch = fencing.take(conn, resource, owner=self.owner)
+                break
+            except Exception as exc:
+                # A paused ex-owner may hold the fence row (or the head row) in a session
+                # PostgreSQL does not time out (mid-pipeline): end it and take again.
+                if not fencing.is_lock_timeout(exc) or attempt == TAKE_ATTEMPTS:
+                    raise
+                stale = fencing.break_stale_writers(self.engine)
+                log.warning(
+                    "table.stale_writers_ended", extra={"pids": stale, "table_id": table_id}
+                )
         log.info("table.fence_taken", extra={"table_id": table_id, "epoch": epoch})
         return Fence(resource, epoch)
 
@@ -127,6 +151,38 @@ class PartitionOwnership:
                 dropped += 1
         log.info("table.partitions_revoked", extra={"partitions": sorted(gone), "tables": dropped})
         return dropped
+
+    async def sweep(self) -> int:
+        """Load the unfinished tables of this instance's partitions that nobody ever took
+        (no fence row); returns how many. Why: a TournamentStarted handled by a member
+        whose partition was revoked in the middle of the batch (its load refused) is
+        redelivered to the new owner AFTER that owner's ``on_assigned`` and skipped as
+        already applied, so without a sweep nobody would drive the table. Tables someone
+        took are left alone: they move only with an assignment (``on_assigned``), so a
+        resumed stale instance never takes a table back by sweeping."""
+        if not self.assigned:
+            return 0
+        ids = await asyncio.to_thread(self._untaken_live_ids)
+        loaded = 0
+        for table_id in ids:
+            if not self.owns(table_id) or table_id in self.manager.tables:
+                continue
+            if await self.manager.load(table_id) is not None:
+                loaded += 1
+        if loaded:
+            log.info("table.swept", extra={"tables": loaded})
+        return loaded
+
+    async def sweep_forever(self, stopping: asyncio.Event, interval_s: float = 1.0) -> None:
+        """:meth:`sweep` every ``interval_s`` until ``stopping`` (a background task)."""
+        while not stopping.is_set():
+            await self.sweep()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stopping.wait(), timeout=interval_s)
+
+    def _untaken_live_ids(self) -> list[str]:
+        with self.engine.connect() as conn:
+            return repo.untaken_live_table_ids(conn)
 
     async def _stored_live_ids(self) -> list[str]:
         def read() -> list[str]:
@@ -159,12 +215,53 @@ class OwnershipListener(ConsumerRebalanceListener):  # type: ignore[misc]
         await self.ownership.on_assigned(self._mine(assigned))
 
 
+#: Consumer-group timings of the table group (milliseconds), from the environment. Kafka's
+#: defaults (10 s session, 3 s heartbeat) put failover past 10 s; 6 s is the broker's
+#: default minimum session timeout (``group.min.session.timeout.ms``).
+SESSION_TIMEOUT_ENV = "ELECTRIC_TABLE_SESSION_TIMEOUT_MS"
+HEARTBEAT_ENV = "ELECTRIC_TABLE_HEARTBEAT_MS"
+REBALANCE_TIMEOUT_ENV = "ELECTRIC_TABLE_REBALANCE_TIMEOUT_MS"
+GROUP_TIMING_DEFAULTS = {
+    SESSION_TIMEOUT_ENV: 6000,
+    HEARTBEAT_ENV: 500,
+    REBALANCE_TIMEOUT_ENV: 6000,
+}
+
+
+def group_timings(environ: Mapping[str, str] | None = None) -> dict[str, int]:
+    """aiokafka consumer options of the table group: a member that stops heartbeating
+    (kill -9, SIGSTOP) is out after ``session_timeout_ms``; the others learn of the
+    rebalance at their next heartbeat and must rejoin within ``rebalance_timeout_ms``."""
+    env = os.environ if environ is None else environ
+    got = {}
+    for name, default in GROUP_TIMING_DEFAULTS.items():
+        text = env.get(name, "").strip()
+        value = int(text) if text else default
+        if value <= 0:
+            raise ValueError(f"{name} must be > 0, got {value}")
+        got[name] = value
+    session, heartbeat = got[SESSION_TIMEOUT_ENV], got[HEARTBEAT_ENV]
+    if heartbeat * 3 > session:
+        raise ValueError(f"{HEARTBEAT_ENV} must be at most a third of {SESSION_TIMEOUT_ENV}")
+    return {
+        "session_timeout_ms": session,
+        "heartbeat_interval_ms": heartbeat,
+        "rebalance_timeout_ms": got[REBALANCE_TIMEOUT_ENV],
+    }
+
+
 async def own_by_partitions(
-    manager: TableManager, path: EventPath, group_id: str, topic: str
+    manager: TableManager,
+    path: EventPath,
+    group_id: str,
+    topic: str,
+    *,
+    owner: str | Callable[[], str] | None = None,
 ) -> PartitionOwnership:
-    """Wire ``partitions`` ownership: fence every table this instance loads, and follow the
-    assignment of ``topic`` (the registration topic) to consumer group ``group_id``.
-    Needs Kafka (the in-process bus has no consumer group)."""
+    """Wire ``partitions`` ownership: fence every table this instance loads (under
+    ``owner``, its advertised address; default the instance id), and follow the assignment
+    of ``topic`` (the registration topic) to consumer group ``group_id`` with the timings
+    of :func:`group_timings`. Needs Kafka (the in-process bus has no consumer group)."""
     from electric_eventlog.kafka import KafkaBus, topic_partitions
 
     bus = path.bus
@@ -172,7 +269,11 @@ async def own_by_partitions(
         raise ValueError(f"{OWNERSHIP_ENV}={PARTITIONS} needs Kafka (KAFKA_BOOTSTRAP_SERVERS)")
     physical = bus.kafka_name(topic)
     count = len(await topic_partitions(bus.bootstrap_servers, physical)) or partitions_for(topic)
-    ownership = PartitionOwnership(manager, path.engine, owner=path.instance_id, partitions=count)
+    ownership = PartitionOwnership(
+        manager, path.engine, owner=owner or path.instance_id, partitions=count
+    )
     manager.fencer = ownership.fence_for
-    bus.set_rebalance_listener(group_id, OwnershipListener(ownership, physical))
+    bus.set_rebalance_listener(
+        group_id, OwnershipListener(ownership, physical), options=group_timings()
+    )
     return ownership

@@ -38,6 +38,8 @@ from electric_table.story import Story
 from electric_table.tableinfo import SeatInfo, TableInfo
 
 log = logging.getLogger(__name__)
+#: Seconds a table re-read after a failed write is retried while the database is away.
+RELOAD_BUDGET_S = 300.0
 
 #: Default seconds a finished table stays in memory after its tournament finished.
 FINISHED_RETENTION_S = 60.0
@@ -242,6 +244,10 @@ class TableManager:
             try:
                 fence = None
                 if self.fencer is not None:
+                    # No stream yet (a watcher of a table being started): take no epoch, or
+                    # every poll would bump it and the sweep would think it was taken.
+                    if not await asyncio.to_thread(self._stream_exists, table_id):
+                        return None
                     try:  # the epoch first: the rebuild then sees every earlier write
                         fence = await asyncio.to_thread(self.fencer, table_id)
                     except PermissionError:
@@ -327,6 +333,10 @@ class TableManager:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
+    def _stream_exists(self, table_id: str) -> bool:
+        with self.engine.connect() as conn:
+            return self.store.current_version(conn, table_stream(table_id)) > 0
+
     def rebuild(self, table_id: str) -> TableRuntime | None:
         """Replay ``table-<id>`` into a fresh aggregate (synchronous)."""
         with self.engine.connect() as conn:
@@ -368,8 +378,25 @@ class TableManager:
         return rt
 
     async def reload(self, rt: TableRuntime) -> None:
-        """Re-read ``rt`` from the store after a failed write (memory ran ahead)."""
-        fresh = await asyncio.to_thread(self.rebuild, rt.table_id)
+        """Re-read ``rt`` from the store after a failed write (memory ran ahead).
+
+        Retried while the database is away (a restart fails the write AND the first
+        re-read): the table must not go on from memory holding a command that is on no
+        stream. Found by the chaos run (issue 18): the last Act of a tournament failed in a
+        PostgreSQL restart, the re-read failed too, the tournament finished in memory only
+        (no TournamentFinished stored, no prize paid) and the table was released."""
+        delay, waited = 0.1, 0.0
+        while True:
+            try:
+                fresh = await asyncio.to_thread(self.rebuild, rt.table_id)
+                break
+            except Exception:
+                if waited >= RELOAD_BUDGET_S:
+                    raise
+                log.warning("table.reload_retry", extra={"table_id": rt.table_id}, exc_info=True)
+            await asyncio.sleep(delay)
+            waited += delay
+            delay = min(delay * 2, 2.0)
         if fresh is None:  # pragma: no cover - the stream cannot disappear
             return
         rt.tournament, rt.version, rt.story = fresh.tournament, fresh.version, fresh.story

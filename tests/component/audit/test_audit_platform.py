@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 from electric_audit.cli import main
-from electric_bots.runner import BotRunner, BotRunnerConfig, Targets
 from electric_eventlog import create_engine, schema
 from sqlalchemy import select, update
 from sqlalchemy.engine import make_url
@@ -24,17 +23,7 @@ pytestmark = pytest.mark.timeout(360)
 
 async def _play(tmp_path: Path) -> dict[str, str]:
     async with embedded_platform(tmp_path) as platform:
-        t = platform.targets
-        runner = BotRunner(
-            BotRunnerConfig(
-                targets=Targets(t["registration"], t["table"], t["wallet"]),
-                key=platform.issuer_key,
-                bots=3,
-                until_finished=1,
-                seed=7,
-                player_prefix="audit",
-            )
-        )
+        runner = platform.bot_runner(seed=7, player_prefix="audit")
         stats = await asyncio.wait_for(runner.run(), timeout=240)
         assert len(stats.tables_finished) == 1 and not stats.errors, stats
         await asyncio.sleep(1.0)  # let payout credit the prizes

@@ -22,6 +22,7 @@ from electric_bots.casino_runner import CasinoRunner, CasinoRunnerConfig
 from electric_bots.runner import Targets
 from sqlalchemy.engine import make_url
 
+from tests.support.casino_setup import reservations_closed
 from tests.support.platform_kit import embedded_platform
 
 pytestmark = pytest.mark.timeout(420)
@@ -54,23 +55,11 @@ async def _play(tmp_path: Path) -> dict[str, str]:
                 for x in read_store(platform.db_urls["payout"]).events
             ]
             if names.count("CasinoWinOwed") == names.count("CasinoWinCredited") and (
-                _reservations_closed(platform.db_urls["wallet"])
+                reservations_closed(platform.db_urls["wallet"])
             ):
                 break
             await asyncio.sleep(0.3)
         return dict(platform.db_urls)
-
-
-def _reservations_closed(wallet_url: str) -> bool:
-    """Every casino bet's reservation (``wallet-transfer-<thb|uth>-r-…``) is posted or voided."""
-    pending, closed = set(), set()
-    for x in read_store(wallet_url).events:
-        kind = x.envelope.event_type.rsplit(".", 1)[-1]
-        if kind == "TransferPending" and "-r-" in x.envelope.stream_id:  # casino bets
-            pending.add(x.envelope.stream_id)
-        elif kind in ("TransferPosted", "TransferVoided"):
-            closed.add(x.envelope.stream_id)
-    return pending <= closed
 
 
 @pytest.fixture(scope="module")

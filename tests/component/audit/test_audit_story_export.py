@@ -24,10 +24,10 @@ import pytest
 from electric_audit.cli import main
 from electric_audit.sources import read_store
 from electric_bots.casino_runner import CasinoRunner, CasinoRunnerConfig
-from electric_bots.runner import BotRunner, BotRunnerConfig, Targets
 from pokerkit.notation import HandHistory
 from sqlalchemy.engine import make_url
 
+from tests.support.casino_setup import reservations_closed
 from tests.support.platform_kit import embedded_platform
 
 pytestmark = pytest.mark.timeout(420)
@@ -44,18 +44,6 @@ def _count(url: str, *types: str) -> dict[str, int]:
     return counts
 
 
-def _reservations_closed(wallet_url: str) -> bool:
-    """Every casino bet's reservation (``wallet-transfer-<thb|uth>-r-…``) is posted or voided."""
-    pending, closed = set(), set()
-    for x in read_store(wallet_url).events:
-        kind = x.envelope.event_type.rsplit(".", 1)[-1]
-        if kind == "TransferPending" and "-r-" in x.envelope.stream_id:  # casino bets
-            pending.add(x.envelope.stream_id)
-        elif kind in ("TransferPosted", "TransferVoided"):
-            closed.add(x.envelope.stream_id)
-    return pending <= closed
-
-
 async def _settled(urls: dict[str, str], deadline: float) -> None:
     """Until payout credited every prize and casino win it owes and the wallet closed every
     reservation (the table posts or voids each bet after the round, in the background)."""
@@ -67,7 +55,7 @@ async def _settled(urls: dict[str, str], deadline: float) -> None:
             c["PrizeCredited"],
             c["CasinoWinCredited"],
         )
-        if credited and _reservations_closed(urls["wallet"]):
+        if credited and reservations_closed(urls["wallet"]):
             return
         await asyncio.sleep(0.3)
     raise AssertionError("payout did not credit everything it owes")
@@ -75,14 +63,8 @@ async def _settled(urls: dict[str, str], deadline: float) -> None:
 
 async def _play(tmp_path: Path) -> dict[str, str]:
     async with embedded_platform(tmp_path) as platform:
-        t = platform.targets
-        targets = Targets(t["registration"], t["table"], t["wallet"])
-        poker = BotRunner(
-            BotRunnerConfig(
-                targets=targets, key=platform.issuer_key, bots=6, until_finished=2, seed=11,
-                player_prefix="story",
-            )
-        )  # fmt: skip
+        targets = platform.bot_targets
+        poker = platform.bot_runner(bots=6, until_finished=2, seed=11, player_prefix="story")
         stats = await asyncio.wait_for(poker.run(), timeout=240)
         assert len(stats.tables_finished) >= 2 and not stats.errors, stats
         casino = CasinoRunner(

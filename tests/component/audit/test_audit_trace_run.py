@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from electric_bots.runner import BotRunner, BotRunnerConfig, Targets
 from electric_platform.log import configure_logging
 
 from tests.support import trace_kit
@@ -47,17 +46,7 @@ class Run:
 
 async def _play(tmp_path: Path) -> tuple[dict[str, str], str]:
     async with embedded_platform(tmp_path) as platform:
-        t = platform.targets
-        runner = BotRunner(
-            BotRunnerConfig(
-                targets=Targets(t["registration"], t["table"], t["wallet"]),
-                key=platform.issuer_key,
-                bots=3,
-                until_finished=1,
-                seed=11,
-                player_prefix="trace",
-            )
-        )
+        runner = platform.bot_runner(seed=11, player_prefix="trace")
         stats = await asyncio.wait_for(runner.run(), timeout=240)
         assert len(stats.tables_finished) == 1 and not stats.errors, stats
         [table_id] = stats.tables_finished

@@ -18,9 +18,7 @@ registration's store and published on the in-process bus the table service consu
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Iterator
-from datetime import UTC, datetime, timedelta
+from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
@@ -29,34 +27,21 @@ from electric.registration.v1 import casino_events_pb2 as reg_ev
 from electric.table.v1 import casino_pb2, casino_pb2_grpc
 from electric_domain.casino.common.config import load_config as load_casino_config
 from electric_domain.lobby.casino import CasinoGame
-from electric_eventlog import EventStore, create_engine, envelope_message, migrate, upgrade
-from electric_platform import ServiceHost, load_config
+from electric_eventlog import EventStore, envelope_message
+from electric_platform import ServiceHost
 from electric_platform.eventpath import inprocess_bus
 from electric_registration.casino.lobby import CasinoLobby, casino_stream
-from electric_registration.store.tables import VERSIONS_DIR, metadata
-from electric_table.app import make_setup
-from electric_table.casino import repo as table_repo
 from electric_table.casino.wiring import CASINO
 
 from tests.support import table_casino_kit as uth_kit
 from tests.support import wallet_kit
-from tests.support.auth import auth_env, bearer
+from tests.support.auth import bearer
+from tests.support.casino_setup import FakeClock, registration_engine, serve_table
+from tests.support.casino_setup import until_seated as seated
 from tests.support.table_kit import REG_TOPIC
 
-T0 = datetime(2026, 12, 1, 6, 0, tzinfo=UTC)
 ALICE = bearer("alice", "player")
 D = casino_pb2
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **kw: float) -> None:
-        self.now += timedelta(**kw)
 
 
 @pytest.fixture
@@ -66,40 +51,11 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def lobby(tmp_path: Path, clock: FakeClock) -> Iterator[CasinoLobby]:
-    engine = create_engine(f"sqlite:///{tmp_path / 'reg.db'}")
-    migrate(engine)
-    upgrade(
-        engine,
-        versions_dir=VERSIONS_DIR,
-        version_table="alembic_version_registration",
-        target_metadata=metadata,
-    )
+    engine = registration_engine(tmp_path / "reg.db")
     yield CasinoLobby(
         engine, EventStore(engine, producer="registration"), load_casino_config(), clock=clock
     )
     engine.dispose()
-
-
-@contextlib.asynccontextmanager
-async def table_host(tmp_path: Path, wallet: wallet_kit.Env) -> AsyncIterator[ServiceHost]:
-    config = load_config(
-        "table",
-        {
-            "ELECTRIC_VAR_DIR": str(tmp_path),
-            **auth_env(),
-            "ELECTRIC_WALLET_TARGET": wallet.target,
-            "ELECTRIC_GRPC_PORT": "0",
-            "ELECTRIC_METRICS_PORT": "-1",
-            "ELECTRIC_SHUTDOWN_GRACE_SECONDS": "1",
-            "ELECTRIC_LOG_LEVEL": "WARNING",
-        },
-    )
-    host = ServiceHost(config, make_setup(pause_ms=50))
-    await host.start()
-    try:
-        yield host
-    finally:
-        await host.stop()
 
 
 class Relay:
@@ -119,13 +75,7 @@ class Relay:
 
 
 async def until_seated(host: ServiceHost, table_id: str, player: str, want: bool) -> None:
-    handlers = CASINO[id(host)]
-    for _ in range(500):
-        with handlers.engine.connect() as conn:
-            if table_repo.seated(conn, table_id, player) == want:
-                return
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"seat of {player} at {table_id} never became {want}")
+    await seated(CASINO[id(host)].engine, table_id, player, want)
 
 
 async def test_idle_expiry_ends_the_thb_seat_and_the_open_round_stays_resumable(
@@ -134,7 +84,7 @@ async def test_idle_expiry_ends_the_thb_seat_and_the_open_round_stays_resumable(
     relay = Relay(lobby)
     async with (
         wallet_kit.serve_wallet(f"sqlite:///{tmp_path}/wallet.db") as wallet,
-        table_host(tmp_path, wallet) as host,
+        serve_table(tmp_path, wallet) as host,
         grpc.aio.insecure_channel(f"127.0.0.1:{host.grpc_port}") as ch,
     ):
         stub = casino_pb2_grpc.CasinoTableServiceStub(ch)

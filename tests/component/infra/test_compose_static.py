@@ -69,11 +69,14 @@ def _command_module(spec: dict[str, Any]) -> str | None:
 
 
 def app_services(services: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """The compose services that run one of our Python services (``python -m electric_*``)."""
+    """The compose services that run one of our Python services (``python -m electric_*``),
+    without the extra instances (label ``electric.replica-of``: the table service's, issue 17;
+    checked in test_compose_table_replicas.py)."""
     return {
         name: spec
         for name, spec in services.items()
         if _command_module(spec) in {f"electric_{s}" for s in config.SERVICES}
+        and "electric.replica-of" not in (spec.get("labels") or {})
     }
 
 
@@ -371,7 +374,13 @@ def test_prometheus_scrapes_every_service_metrics_port(services: dict[str, dict[
     for name in app_services(services):
         assert name in jobs, f"no scrape job for {name}"
         targets = [t for sc in jobs[name]["static_configs"] for t in sc["targets"]]
-        assert targets == [f"{name}:{config.DEFAULT_METRICS_PORTS[name]}"]
+        replicas = [
+            r
+            for r, spec in services.items()
+            if (spec.get("labels") or {}).get("electric.replica-of") == name
+        ]
+        port = config.DEFAULT_METRICS_PORTS[name]
+        assert targets == [f"{n}:{port}" for n in (name, *replicas)]
     mounts = [str(v) for v in services["prometheus"]["volumes"]]
     assert "./deploy/prometheus/prometheus.yml:/etc/prometheus/prometheus.yml:ro" in mounts
 

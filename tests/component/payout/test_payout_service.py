@@ -29,18 +29,15 @@ from tests.support.reg_harness import (
     eventually,
     finished_event,
     md,
-    start_stack,
+    running_stack,
     usd,
 )
 
 
 @pytest.fixture
 async def stack(tmp_path: Path) -> AsyncIterator[Stack]:
-    s = await start_stack(tmp_path)
-    try:
+    async with running_stack(tmp_path) as s:
         yield s
-    finally:
-        await s.close()
 
 
 def payout_events_of(stack: Stack, tournament_id: str) -> list[object]:

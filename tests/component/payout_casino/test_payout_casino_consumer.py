@@ -12,42 +12,29 @@ import grpc
 import pytest
 from electric.payout.v1 import casino_pb2, casino_pb2_grpc
 from electric.table.v1 import casino_events_pb2 as tc
-from electric_clients.wallet import WalletClient
 from electric_eventlog import (
     NO_STREAM,
     ConsumerWorker,
     EventStore,
-    IdempotentConsumer,
-    InProcessBus,
     create_engine,
     migrate,
-    upgrade,
 )
 from electric_eventlog.bus import ReceivedMessage, envelope_message
 from electric_payout.casino.api import CasinoPayoutApi
-from electric_payout.casino.consumers import CasinoConsumers
 from electric_payout.casino.crediter import CasinoCrediter
-from electric_payout.casino.wins import CasinoWins
-from electric_payout.consumers import TABLE_CONSUMER, TABLE_TOPIC
-from electric_payout.store.tables import VERSIONS_DIR, metadata
+from electric_payout.consumers import TABLE_TOPIC
 from electric_platform.auth import AuthInterceptor
 from electric_platform.server import ContextInterceptor
 from sqlalchemy import Engine
 
-from tests.support.auth import KEYSET, bearer, token_source
+from tests.support.auth import KEYSET, bearer
+from tests.support.casino_setup import payout_casino
 from tests.support.wallet_kit import Env, balance, deposit, serve_wallet
 
 
-def _engine(path: Path, versions: bool) -> Engine:
+def _engine(path: Path) -> Engine:
     engine = create_engine(f"sqlite:///{path}")
     migrate(engine)
-    if versions:
-        upgrade(
-            engine,
-            versions_dir=VERSIONS_DIR,
-            version_table="alembic_version_payout",
-            target_metadata=metadata,
-        )
     return engine
 
 
@@ -58,7 +45,7 @@ def _message(
     tmp_path: Path, payload: tc.CasinoRoundSettled | tc.CasinoRoundVoided
 ) -> ReceivedMessage:
     """The table service's event as the bus delivers it."""
-    engine = _engine(tmp_path / f"table-{uuid.uuid4().hex}.db", versions=False)
+    engine = _engine(tmp_path / f"table-{uuid.uuid4().hex}.db")
     store = EventStore(engine, producer="table")
     stream = f"casino-round-{payload.round_id}"
     with engine.begin() as conn:
@@ -103,23 +90,11 @@ def _settled() -> tc.CasinoRoundSettled:
 async def setup(
     tmp_path: Path,
 ) -> AsyncIterator[tuple[ConsumerWorker, CasinoCrediter, Engine, object]]:
-    async with serve_wallet(f"sqlite:///{tmp_path / 'wallet.db'}") as env:
-        engine = _engine(tmp_path / "payout.db", versions=True)
-        wins = CasinoWins(engine, EventStore(engine, producer="payout"))
-        wallet = WalletClient.connect(env.target, token_source("payout"))
-        crediter = CasinoCrediter(wins, wallet)
-        worker = ConsumerWorker(
-            engine=engine,
-            bus=InProcessBus(),
-            consumer=IdempotentConsumer(TABLE_CONSUMER),
-            topics=[TABLE_TOPIC],
-        )
-        CasinoConsumers(wins, on_owed=crediter.wake.set).register(worker)
-        try:
-            yield worker, crediter, engine, env
-        finally:
-            await wallet.close()
-            engine.dispose()
+    async with (
+        serve_wallet(f"sqlite:///{tmp_path / 'wallet.db'}") as env,
+        payout_casino(tmp_path / "payout.db", env.target) as payout,
+    ):
+        yield payout.worker, payout.crediter, payout.engine, env
 
 
 async def test_redelivered_round_settled_pays_once(tmp_path: Path, setup: Setup) -> None:

@@ -13,7 +13,7 @@ import pytest
 from electric.payout.v1 import casino_events_pb2 as ce
 from electric_clients.accounts import BANKROLL
 from electric_clients.wallet import WalletClient
-from electric_eventlog import EventStore, create_engine, migrate, upgrade
+from electric_eventlog import EventStore
 from electric_payout.casino import repo
 from electric_payout.casino.crediter import CasinoCrediter
 from electric_payout.casino.rules import (
@@ -24,10 +24,9 @@ from electric_payout.casino.rules import (
     casino_win_key,
 )
 from electric_payout.casino.wins import CasinoWins, casino_stream
-from electric_payout.store.tables import VERSIONS_DIR, metadata
 from sqlalchemy import Engine
 
-from tests.support.auth import token_source
+from tests.support.casino_setup import payout_casino
 from tests.support.wallet_kit import Env, balance, deposit, serve_wallet
 
 
@@ -42,22 +41,11 @@ class Kit:
 
 @pytest.fixture
 async def kit(tmp_path: Path) -> AsyncIterator[Kit]:
-    async with serve_wallet(f"sqlite:///{tmp_path / 'wallet.db'}") as env:
-        engine = create_engine(f"sqlite:///{tmp_path / 'payout.db'}")
-        migrate(engine)
-        upgrade(
-            engine,
-            versions_dir=VERSIONS_DIR,
-            version_table="alembic_version_payout",
-            target_metadata=metadata,
-        )
-        wins = CasinoWins(engine, EventStore(engine, producer="payout"))
-        wallet = WalletClient.connect(env.target, token_source("payout"))
-        try:
-            yield Kit(env, engine, wins, CasinoCrediter(wins, wallet), wallet)
-        finally:
-            await wallet.close()
-            engine.dispose()
+    async with (
+        serve_wallet(f"sqlite:///{tmp_path / 'wallet.db'}") as env,
+        payout_casino(tmp_path / "payout.db", env.target) as payout,
+    ):
+        yield Kit(env, payout.engine, payout.wins, payout.crediter, payout.client)
 
 
 def _round(round_id: str, *bets: SettledBet) -> SettledRound:

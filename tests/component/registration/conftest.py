@@ -1,4 +1,4 @@
-"""Registration test fixtures: the test stack without payout (reg_harness.start_stack)."""
+"""Registration test fixtures: the test stack without payout (reg_harness.running_stack)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.reg_harness import Stack, start_stack
+from tests.support.reg_harness import Stack, running_stack
 
 
 @pytest.fixture
 async def stack(tmp_path: Path) -> AsyncIterator[Stack]:
-    s = await start_stack(tmp_path, payout=False)
-    try:
+    async with running_stack(tmp_path, payout=False) as s:
         yield s
-    finally:
-        await s.close()

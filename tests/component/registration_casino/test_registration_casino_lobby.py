@@ -5,7 +5,7 @@ waiting), each with its CasinoSeatTaken / CasinoSeatReleased event; the gRPC API
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, timedelta
 from pathlib import Path
 
 import grpc
@@ -21,10 +21,7 @@ from electric_eventlog import (
     EventStore,
     IdempotentConsumer,
     InProcessBus,
-    create_engine,
-    migrate,
     topic_for,
-    upgrade,
 )
 from electric_eventlog.bus import ReceivedMessage, envelope_message
 from electric_platform.auth import AuthInterceptor
@@ -32,22 +29,9 @@ from electric_platform.server import ContextInterceptor
 from electric_registration.casino.activity import register_activity
 from electric_registration.casino.api import CasinoLobbyApi
 from electric_registration.casino.lobby import CasinoLobby, ExpirySweeper, casino_stream
-from electric_registration.store.tables import VERSIONS_DIR, metadata
 
 from tests.support.auth import KEYSET, bearer
-
-T0 = datetime(2026, 12, 1, 6, 0, tzinfo=UTC)
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **kw: float) -> None:
-        self.now += timedelta(**kw)
+from tests.support.casino_setup import T0, FakeClock, registration_engine
 
 
 @pytest.fixture
@@ -57,14 +41,7 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def lobby(tmp_path: Path, clock: FakeClock) -> Iterator[CasinoLobby]:
-    engine = create_engine(f"sqlite:///{tmp_path / 'reg.db'}")
-    migrate(engine)
-    upgrade(
-        engine,
-        versions_dir=VERSIONS_DIR,
-        version_table="alembic_version_registration",
-        target_metadata=metadata,
-    )
+    engine = registration_engine(tmp_path / "reg.db")
     lob = CasinoLobby(
         engine,
         EventStore(engine, producer="registration"),

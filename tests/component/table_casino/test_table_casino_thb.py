@@ -6,119 +6,34 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
-import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
 from electric.common.v1 import errors_pb2
-from electric.eventlog.v1.envelope_pb2 import Envelope
 from electric.registration.v1 import casino_events_pb2 as reg_casino
-from electric.table.v1 import casino_pb2, casino_pb2_grpc
-from electric.wallet.v1 import ledger_pb2, wallet_pb2
+from electric.table.v1 import casino_pb2
 from electric_clients.errors import error_detail
-from electric_eventlog import envelope_message, pack
-from electric_platform import ServiceHost, load_config
-from electric_platform.eventpath import inprocess_bus
-from electric_table.app import make_setup
 from electric_table.casino import repo
-from electric_table.casino.handlers import AUTO_VOID_REASON, CasinoHandlers, casino_stream
-from electric_table.casino.wiring import CASINO
-from google.protobuf.message import Message
+from electric_table.casino.handlers import AUTO_VOID_REASON
 
 from tests.support import wallet_kit
-from tests.support.auth import auth_env, bearer
-from tests.support.table_kit import REG_TOPIC
+from tests.support.casino_setup import registration_event, until_seated
+from tests.support.table_casino_kit import OPERATOR, PENDING, POSTED, VOIDED, md, thb_host
+from tests.support.table_casino_kit import CasinoEnv as Env
 
-OPERATOR = bearer("op-1", "operator")
 ANTE = 500
-PENDING = ledger_pb2.TRANSFER_STATE_PENDING
-POSTED = ledger_pb2.TRANSFER_STATE_POSTED
-VOIDED = ledger_pb2.TRANSFER_STATE_VOIDED
-
-
-def md(player: str) -> tuple[tuple[str, str], ...]:
-    return bearer(player, "player")
-
-
-@dataclass
-class Env:
-    casino: casino_pb2_grpc.CasinoTableServiceStub
-    wallet: wallet_kit.Env
-    handlers: CasinoHandlers
-    host: ServiceHost
-
-    def metric(self, name: str, **labels: str) -> float:
-        value = self.host.metrics.registry.get_sample_value(name, labels)
-        return 0.0 if value is None else float(value)
-
-    async def transfer(self, tid: str) -> wallet_pb2.Transfer:
-        resp = await self.wallet.stub.GetTransfer(
-            wallet_pb2.GetTransferRequest(transfer_id=tid), metadata=OPERATOR
-        )
-        return resp.transfer
-
-    def kinds(self, round_id: str) -> list[str]:
-        store = self.handlers.store
-        with store.engine.connect() as conn:
-            envs = store.read_stream(conn, casino_stream(round_id))
-        return [type(store.decode(e)).__name__ for e in envs]
-
-
-@contextlib.asynccontextmanager
-async def table_host(tmp_path: Path, wallet: wallet_kit.Env) -> AsyncIterator[Env]:
-    """The table ServiceHost (SQLite under ``tmp_path``: a second host on the same path is a
-    restart) reaching ``wallet``."""
-    config = load_config(
-        "table",
-        {
-            "ELECTRIC_VAR_DIR": str(tmp_path),
-            **auth_env(),
-            "ELECTRIC_WALLET_TARGET": wallet.target,
-            "ELECTRIC_GRPC_PORT": "0",
-            "ELECTRIC_METRICS_PORT": "-1",
-            "ELECTRIC_SHUTDOWN_GRACE_SECONDS": "1",
-            "ELECTRIC_LOG_LEVEL": "WARNING",
-        },
-    )
-    host = ServiceHost(config, make_setup(pause_ms=50))
-    await host.start()
-    channel = grpc.aio.insecure_channel(f"127.0.0.1:{host.grpc_port}")
-    try:
-        yield Env(casino_pb2_grpc.CasinoTableServiceStub(channel), wallet, CASINO[id(host)], host)
-    finally:
-        await channel.close()
-        await host.stop()
 
 
 @contextlib.asynccontextmanager
 async def running(tmp_path: Path) -> AsyncIterator[Env]:
     async with (
         wallet_kit.serve_wallet(f"sqlite:///{tmp_path}/wallet.db") as wallet,
-        table_host(tmp_path, wallet) as env,
+        thb_host(tmp_path, wallet) as env,
     ):
         yield env
-
-
-_versions = itertools.count(1)
-
-
-async def registration_event(payload: Message, table_id: str) -> None:
-    """``payload`` as registration publishes it on its topic (in-process bus)."""
-    envelope = Envelope(
-        event_id=str(uuid.uuid4()),
-        stream_id=f"casino-table-{table_id}",
-        stream_version=next(_versions),
-        event_type=payload.DESCRIPTOR.full_name,
-        payload=pack(payload),
-        producer="registration",
-    )
-    envelope.occurred_at.GetCurrentTime()
-    await inprocess_bus().publish([envelope_message(REG_TOPIC, envelope)])
 
 
 async def seat(env: Env, player: str, table_id: str, session: str = "s1") -> None:
@@ -128,13 +43,7 @@ async def seat(env: Env, player: str, table_id: str, session: str = "s1") -> Non
         ),
         table_id,
     )
-    deadline = asyncio.get_running_loop().time() + 10
-    while True:
-        with env.handlers.engine.connect() as conn:
-            if repo.seated(conn, table_id, player):
-                return
-        assert asyncio.get_running_loop().time() < deadline, "seat never arrived"
-        await asyncio.sleep(0.02)
+    await until_seated(env.handlers.engine, table_id, player)
 
 
 TABLES = {"alice": "thb-1", "bob": "thb-2"}
@@ -327,7 +236,7 @@ async def test_restart_resumes_open_rounds_and_auto_voids_an_orphan_bet(tmp_path
     async with wallet_kit.serve_wallet(f"sqlite:///{tmp_path}/wallet.db") as wallet:
         await wallet_kit.deposit(wallet, "alice", 10_000)
         await wallet_kit.deposit(wallet, "bob", 10_000)
-        async with table_host(tmp_path, wallet) as env:
+        async with thb_host(tmp_path, wallet) as env:
             for player, table in TABLES.items():
                 await seat(env, player, table)
             resumed = await deal(env, "bob", rid="b1")
@@ -351,7 +260,7 @@ async def test_restart_resumes_open_rounds_and_auto_voids_an_orphan_bet(tmp_path
             await env.handlers.wallet.reserve(
                 orphan.bet_id, "alice", 1000, to_account="house:casino_bankroll"
             )
-        async with table_host(tmp_path, wallet) as env:  # the restart
+        async with thb_host(tmp_path, wallet) as env:  # the restart
             got = await env.casino.GetRound(
                 casino_pb2.GetRoundRequest(round_id=broken.round_id), metadata=md("alice")
             )

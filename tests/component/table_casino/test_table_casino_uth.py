@@ -23,7 +23,7 @@ from tests.support.table_casino_kit import (
     TABLE,
     VOIDED,
     UthEnv,
-    View,
+    betting,
     md,
     seat,
     table_host,
@@ -34,10 +34,6 @@ A = casino_pb2
 ANTE, TRIPS = A.CASINO_BET_ACTION_ANTE, A.CASINO_BET_ACTION_TRIPS
 UNDO, DOUBLE = A.CASINO_BET_ACTION_UNDO, A.CASINO_BET_ACTION_DOUBLE
 REPEAT, CLEAR = A.CASINO_BET_ACTION_REPEAT, A.CASINO_BET_ACTION_CLEAR
-
-
-def betting(v: View) -> bool:
-    return v.phase == "betting" and v.light == "green" and v.status == "open"
 
 
 async def settled_transfers(

@@ -24,6 +24,7 @@ from tests.support.table_casino_kit import (
     VOIDED,
     UthEnv,
     View,
+    betting,
     md,
     seat,
     table_host,
@@ -31,10 +32,6 @@ from tests.support.table_casino_kit import (
 )
 
 ANTE, TRIPS = A.CASINO_BET_ACTION_ANTE, A.CASINO_BET_ACTION_TRIPS
-
-
-def betting(v: View) -> bool:
-    return v.phase == "betting" and v.light == "green" and v.status == "open"
 
 
 @pytest.fixture

@@ -12,27 +12,10 @@ from pathlib import Path
 import pytest
 from electric.table.v1 import casino_pb2 as A
 from electric_clients.accounts import BANKROLL
-from electric_clients.wallet import WalletClient
-from electric_eventlog import (
-    ConsumerWorker,
-    EventStore,
-    IdempotentConsumer,
-    InProcessBus,
-    create_engine,
-    envelope_message,
-    migrate,
-    upgrade,
-)
-from electric_eventlog.bus import ReceivedMessage
-from electric_payout.casino.consumers import CasinoConsumers
-from electric_payout.casino.crediter import CasinoCrediter
-from electric_payout.casino.wins import CasinoWins
-from electric_payout.consumers import TABLE_CONSUMER, TABLE_TOPIC
-from electric_payout.store.tables import VERSIONS_DIR, metadata
 from electric_table.casino.handlers import casino_stream
 
 from tests.support import wallet_kit
-from tests.support.auth import token_source
+from tests.support.casino_setup import payout_casino
 from tests.support.table_casino_kit import UthEnv, View, md, seat, table_host, windows
 
 ROUNDS = 5
@@ -66,30 +49,15 @@ async def test_uth_wins_are_credited_once_and_balances_reconcile(
 ) -> None:
     for p in PLAYERS:
         await wallet_kit.deposit(wallet, p, 100_000)
-    engine = create_engine(f"sqlite:///{tmp_path / 'payout.db'}")
-    migrate(engine)
-    upgrade(
-        engine,
-        versions_dir=VERSIONS_DIR,
-        version_table="alembic_version_payout",
-        target_metadata=metadata,
-    )
-    client = WalletClient.connect(wallet.target, token_source("payout"))
-    wins = CasinoWins(engine, EventStore(engine, producer="payout"))
-    crediter = CasinoCrediter(wins, client)
-    worker = ConsumerWorker(
-        engine=engine,
-        bus=InProcessBus(),
-        consumer=IdempotentConsumer(TABLE_CONSUMER),
-        topics=[TABLE_TOPIC],
-    )
-    CasinoConsumers(wins, on_owed=crediter.wake.set).register(worker)
-    bankroll_before = (await client.account(BANKROLL)).posted
-    lost = dict.fromkeys(PLAYERS, 0)
-    won = dict.fromkeys(PLAYERS, 0)
-    credits = 0
-    try:
-        async with table_host(tmp_path, wallet, windows(1500, 100, 3000, pause=100)) as env:
+    async with payout_casino(tmp_path / "payout.db", wallet.target) as payout:
+        wins, crediter, client, worker = payout.wins, payout.crediter, payout.client, payout.worker
+        bankroll_before = (await client.account(BANKROLL)).posted
+        lost = dict.fromkeys(PLAYERS, 0)
+        won = dict.fromkeys(PLAYERS, 0)
+        credits = 0
+        # 12 placements a round, one at a time under the table's lock (each waits for its
+        # wallet reservation): 1.5 s of green was too short on a loaded 2-core machine.
+        async with table_host(tmp_path, wallet, windows(4000, 100, 3000, pause=100)) as env:
             await seat(env, PLAYERS)
             round_id = ""
             for _ in range(ROUNDS):
@@ -114,11 +82,7 @@ async def test_uth_wins_are_credited_once_and_balances_reconcile(
                             credits += 1
                 with env.handlers.engine.connect() as conn:
                     envelopes = env.handlers.store.read_stream(conn, casino_stream(round_id))
-                for e in [*envelopes, *envelopes]:  # every event delivered twice
-                    out = envelope_message(TABLE_TOPIC, e)
-                    await worker.handle(
-                        ReceivedMessage(out.topic, 0, 0, out.key, out.value, out.headers)
-                    )
+                await payout.deliver([*envelopes, *envelopes])  # every event delivered twice
                 for _ in range(300):  # the table posts stakes as owed work; payout retries
                     await crediter.run_once()
                     if not wins.owed():
@@ -137,6 +101,3 @@ async def test_uth_wins_are_credited_once_and_balances_reconcile(
         assert moved == sum(lost.values()) - sum(won.values())
         assert worker.dead_lettered == 0
         assert credits > 0, "no winning spot in the rounds played"
-    finally:
-        await client.close()
-        engine.dispose()

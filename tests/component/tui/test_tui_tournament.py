@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 from electric.table.v1 import events_pb2 as tev
 from electric.table.v1 import table_pb2
-from electric_bots.runner import BotRunner, BotRunnerConfig, Targets
 from electric_bots.tui import (
     DrawnAction,
     DrawnAward,
@@ -74,17 +73,11 @@ TOURNAMENTS = 2
 
 async def test_text_client_draws_whole_tournaments_as_the_events_replay(tmp_path: Path) -> None:
     async with embedded_platform(tmp_path) as platform:
-        t = platform.targets
-        runner = BotRunner(
-            BotRunnerConfig(
-                targets=Targets(t["registration"], t["table"], t["wallet"]),
-                key=platform.issuer_key,
-                bots=3,
-                until_finished=TOURNAMENTS,
-                seed=5,
-                player_prefix="tui",
-                mix=(("random", 3), ("tag", 1)),  # loose players: short tournaments
-            )
+        runner = platform.bot_runner(
+            until_finished=TOURNAMENTS,
+            seed=5,
+            player_prefix="tui",
+            mix=(("random", 3), ("tag", 1)),  # loose players: short tournaments
         )
         watcher = "tui-1"
         lines: list[str] = []

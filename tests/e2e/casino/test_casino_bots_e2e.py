@@ -8,7 +8,13 @@ one live table):
 
 * ``ELECTRIC_E2E_CASINO_THB_ROUNDS`` (CI default :data:`CI_THB_ROUNDS`),
 * ``ELECTRIC_E2E_CASINO_UTH_ROUNDS`` (CI default :data:`CI_UTH_ROUNDS`),
-* ``ELECTRIC_E2E_CASINO_UTH_PLAYERS`` (default 20).
+* ``ELECTRIC_E2E_CASINO_UTH_PLAYERS`` (default 20),
+* ``ELECTRIC_E2E_CASINO_UTH_BOTS`` (default: the players, a fifth more for the rounds some of
+  them miss on a loaded machine, and the never-deciding bots),
+* ``ELECTRIC_E2E_CASINO_UTH_GREEN_MS`` (the green light of the betting window; default the
+  CI window of :data:`casino_e2e_facts.UTH_WINDOWS`),
+* ``ELECTRIC_E2E_CASINO_BUDGET`` (seconds of play; default grows with the UTH rounds, which
+  run on the table's clock: about 9 s a round on a loaded 2-core machine).
 """
 
 from __future__ import annotations
@@ -28,8 +34,6 @@ from electric_bots.runner import Targets
 
 from tests.support.auth import ISSUER_KEY, bearer
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1800)]
-
 CI_THB_ROUNDS = 400
 CI_UTH_ROUNDS = 20
 THB_ROUNDS = int(os.environ.get("ELECTRIC_E2E_CASINO_THB_ROUNDS", CI_THB_ROUNDS))
@@ -38,10 +42,24 @@ UTH_PLAYERS = int(os.environ.get("ELECTRIC_E2E_CASINO_UTH_PLAYERS", 20))
 THB_BOTS = 16
 #: The never-deciding bots bet in one round out of this many.
 NEVER_EVERY = 10
-#: UTH bots: the players every round needs, plus the never-deciding ones (1 in 8).
-UTH_BOTS = UTH_PLAYERS + (UTH_PLAYERS + 6) // 7
+#: UTH bots: the players every round needs, a margin for a bot that misses a betting window
+#: (a round counts only with UTH_PLAYERS in it), and the never-deciding ones (1 in 8).
+UTH_BOTS = int(
+    os.environ.get(
+        "ELECTRIC_E2E_CASINO_UTH_BOTS",
+        UTH_PLAYERS + UTH_PLAYERS // 5 + (UTH_PLAYERS + 6) // 7,
+    )
+)
 #: Wall-clock budget of the play (a stuck run fails instead of hanging).
-PLAY_BUDGET_SECONDS = float(os.environ.get("ELECTRIC_E2E_CASINO_BUDGET", 1500))
+PLAY_BUDGET_SECONDS = float(
+    os.environ.get("ELECTRIC_E2E_CASINO_BUDGET", max(1500, 300 + 9 * UTH_ROUNDS))
+)
+#: The table's live-window knobs, with the green light overridable for the long run.
+WINDOWS = dict(UTH_WINDOWS)
+if os.environ.get("ELECTRIC_E2E_CASINO_UTH_GREEN_MS"):
+    WINDOWS["ELECTRIC_TABLE_UTH_GREEN_MS"] = os.environ["ELECTRIC_E2E_CASINO_UTH_GREEN_MS"]
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(int(PLAY_BUDGET_SECONDS) + 600)]
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +67,7 @@ def cluster(
     postgres_url: str, kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[object]:
     tmp = tmp_path_factory.mktemp("casino")
-    extra = {"ELECTRIC_LOG_LEVEL": "WARNING", **UTH_WINDOWS}
+    extra = {"ELECTRIC_LOG_LEVEL": "WARNING", **WINDOWS}
     with platform_cluster().run_cluster(postgres_url, kafka_bootstrap, tmp, extra_env=extra) as c:
         yield c
 

@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from aiokafka.admin import AIOKafkaAdminClient
 from electric_audit.cli import main
 from electric_eventlog import ANY, EventStore, create_engine, envelope_message, migrate
 from electric_eventlog.kafka import KafkaBus, ensure_topics
 from electric_eventlog.testing import event
+
+from tests.support.kafka_topics import topic_namespace
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -32,23 +32,11 @@ async def _publish(bootstrap: str, namespace: str, messages: list[object]) -> No
         await bus.stop()
 
 
-async def _delete(bootstrap: str, prefix: str) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        doomed = [t for t in await admin.list_topics() if t.startswith(prefix)]
-        if doomed:
-            await admin.delete_topics(doomed)
-    finally:
-        await admin.close()
-
-
 @pytest.fixture
 def namespace(kafka_bootstrap: str) -> Iterator[str]:
     """A fresh topic namespace; its topics are deleted after the test."""
-    name = f"audit{uuid.uuid4().hex[:8]}"
-    yield name
-    asyncio.run(_delete(kafka_bootstrap, name))
+    with topic_namespace(kafka_bootstrap, "audit") as name:
+        yield name
 
 
 def test_store_and_topic_agree_then_differ(

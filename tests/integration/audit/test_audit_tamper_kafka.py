@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aiokafka.admin import AIOKafkaAdminClient
 from electric_audit.cli import main
 from electric_audit.sources import store_name
 from electric_eventlog import ANY, EventStore, OutboxRelay, create_engine, migrate
@@ -28,28 +26,17 @@ from electric_platform.checkpointing import ensure_checkpoint_key, new_checkpoin
 
 from tests.support.anchoring import rewrite
 from tests.support.backends import Backend
+from tests.support.kafka_topics import topic_namespace
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
 TOPIC = "electric.table.events"
 
 
-async def _delete(bootstrap: str, prefix: str) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        doomed = [t for t in await admin.list_topics() if t.startswith(prefix)]
-        if doomed:
-            await admin.delete_topics(doomed)
-    finally:
-        await admin.close()
-
-
 @pytest.fixture
 def namespace(kafka_bootstrap: str) -> Iterator[str]:
-    name = f"tamper{uuid.uuid4().hex[:8]}"
-    yield name
-    asyncio.run(_delete(kafka_bootstrap, name))
+    with topic_namespace(kafka_bootstrap, "tamper") as name:
+        yield name
 
 
 async def _run_service(url: str, keys: Path, bootstrap: str, namespace: str) -> Any:

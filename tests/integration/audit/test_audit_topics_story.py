@@ -8,18 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from aiokafka.admin import AIOKafkaAdminClient
 from electric_audit.cli import main
 from electric_audit.sources import read_store
-from electric_bots.runner import BotRunner, BotRunnerConfig, Targets
 from electric_eventlog import envelope_message
 from electric_eventlog.kafka import KafkaBus, ensure_topics
 
+from tests.support.kafka_topics import topic_namespace
 from tests.support.platform_kit import embedded_platform
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(360)]
@@ -29,14 +27,7 @@ SERVICES = ("registration", "table", "wallet", "payout")
 
 async def _play_and_publish(tmp_path: Path, bootstrap: str, namespace: str) -> dict[str, str]:
     async with embedded_platform(tmp_path) as platform:
-        t = platform.targets
-        runner = BotRunner(
-            BotRunnerConfig(
-                targets=Targets(t["registration"], t["table"], t["wallet"]),
-                key=platform.issuer_key, bots=3, until_finished=1, seed=5,
-                player_prefix="topics",
-            )
-        )  # fmt: skip
+        runner = platform.bot_runner(seed=5, player_prefix="topics")
         stats = await asyncio.wait_for(runner.run(), timeout=240)
         assert len(stats.tables_finished) == 1 and not stats.errors, stats
         await asyncio.sleep(1.5)  # payout credits the prize
@@ -55,22 +46,10 @@ async def _play_and_publish(tmp_path: Path, bootstrap: str, namespace: str) -> d
     return urls
 
 
-async def _delete(bootstrap: str, prefix: str) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        doomed = [t for t in await admin.list_topics() if t.startswith(prefix)]
-        if doomed:
-            await admin.delete_topics(doomed)
-    finally:
-        await admin.close()
-
-
 @pytest.fixture
 def namespace(kafka_bootstrap: str) -> Iterator[str]:
-    name = f"auditstory{uuid.uuid4().hex[:8]}"
-    yield name
-    asyncio.run(_delete(kafka_bootstrap, name))
+    with topic_namespace(kafka_bootstrap, "auditstory") as name:
+        yield name
 
 
 def _json(capsys: pytest.CaptureFixture[str]) -> list[dict[str, object]]:

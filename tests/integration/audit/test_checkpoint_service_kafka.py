@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from aiokafka.admin import AIOKafkaAdminClient
 from electric_audit.cli import main
 from electric_eventlog.checkpoint import CHECKPOINT_TOPIC, from_json
 from electric_eventlog.kafka import KafkaBus
@@ -22,26 +20,15 @@ from electric_wallet.app import setup
 
 from tests.support.anchoring import rows
 from tests.support.auth import auth_env
+from tests.support.kafka_topics import topic_namespace
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
 
-async def _delete(bootstrap: str, prefix: str) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        doomed = [t for t in await admin.list_topics() if t.startswith(prefix)]
-        if doomed:
-            await admin.delete_topics(doomed)
-    finally:
-        await admin.close()
-
-
 @pytest.fixture
 def namespace(kafka_bootstrap: str) -> Iterator[str]:
-    name = f"ckpt{uuid.uuid4().hex[:8]}"
-    yield name
-    asyncio.run(_delete(kafka_bootstrap, name))
+    with topic_namespace(kafka_bootstrap, "ckpt") as name:
+        yield name
 
 
 async def test_wallet_checkpoints_reach_kafka_and_verify(

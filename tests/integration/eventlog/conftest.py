@@ -8,20 +8,10 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from aiokafka.admin import AIOKafkaAdminClient
 from electric_eventlog import create_engine, migrate
 from sqlalchemy import Engine
 
-
-async def _delete_topics(bootstrap: str, prefix: str) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        doomed = [t for t in await admin.list_topics() if t.startswith(prefix)]
-        if doomed:
-            await admin.delete_topics(doomed)
-    finally:
-        await admin.close()
+from tests.support.kafka_topics import delete_topics
 
 
 @pytest.fixture
@@ -29,7 +19,7 @@ def kafka_service_name(kafka_bootstrap: str) -> Iterator[str]:
     """A unique producer-service name; its `electric.<name>.events*` topics go at teardown."""
     name = f"evtest{uuid.uuid4().hex[:10]}"
     yield name
-    asyncio.run(_delete_topics(kafka_bootstrap, f"electric.{name}."))
+    asyncio.run(delete_topics(kafka_bootstrap, f"electric.{name}."))
 
 
 @pytest.fixture

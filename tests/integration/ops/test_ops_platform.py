@@ -22,17 +22,14 @@ import math
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
-import urllib.parse
-import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from electric_bots.runner import BotRunner, BotRunnerConfig, Targets
@@ -40,6 +37,12 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from tests.e2e.platform.platform_cluster import Cluster, run_cluster
+from tests.integration.ops.ops_prometheus import (
+    PrometheusQueries,
+    exporter_dsn,
+    observability_ports,
+    wait_for,
+)
 from tests.integration.ops.ops_queries import has_data, panels, rules
 from tests.support.auth import ISSUER_KEY
 
@@ -54,54 +57,16 @@ SERVICES = ("registration", "table", "wallet", "payout")
 TOURNAMENTS = 6
 CLIENT_CODES = "CANCELLED|INVALID_ARGUMENT|NOT_FOUND|ALREADY_EXISTS|PERMISSION_DENIED"
 CLIENT_CODES += "|UNAUTHENTICATED|RESOURCE_EXHAUSTED|FAILED_PRECONDITION|ABORTED|OUT_OF_RANGE"
-T = TypeVar("T")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait_for(what: str, probe: Callable[[], T | None], timeout: float) -> T:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = probe()
-        except OSError as exc:
-            last = exc
-        if last is not None and not isinstance(last, Exception):
-            found: T = last
-            return found
-        time.sleep(1)
-    raise AssertionError(f"{what} not seen within {timeout:.0f} s (last: {last!r})")
 
 
 @dataclass
-class OpsRun:
+class OpsRun(PrometheusQueries):
     cluster: Cluster
     env: dict[str, str]
     obs_dir: Path
     prometheus: str
     #: When the stack came up (the start of a panel's time range).
     started: float
-
-    def api(self, path: str, **params: str) -> Any:
-        url = f"{self.prometheus}/api/v1/{path}"
-        if params:
-            url += "?" + urllib.parse.urlencode(params)
-        with urllib.request.urlopen(url, timeout=20) as response:
-            body = json.loads(response.read())
-        assert body["status"] == "success", body
-        return body["data"]
-
-    def query(self, expr: str) -> list[dict[str, Any]]:
-        data = self.api("query", query=expr)
-        if data["resultType"] == "scalar":
-            return [{"metric": {}, "value": data["result"]}]
-        result: list[dict[str, Any]] = data["result"]
-        return result
 
     def query_range(self, expr: str) -> list[dict[str, Any]]:
         """``expr`` over the run so far, as a Grafana panel asks (its time range, 5 s step).
@@ -114,10 +79,6 @@ class OpsRun:
         data = self.api("query_range", query=expr, start=str(start), end=str(end), step="5")
         result: list[dict[str, Any]] = data["result"]
         return result
-
-    def value(self, expr: str) -> float | None:
-        result = self.query(expr)
-        return float(result[0]["value"][1]) if result else None
 
     def alerts_received(self) -> list[dict[str, Any]]:
         path = self.obs_dir / "alerts.jsonl"
@@ -173,19 +134,11 @@ def ops(
             **os.environ,
             "OBS_DIR": str(obs_dir),
             "OBS_DEPLOYMENT": "processes",
-            "OBS_PROMETHEUS_PORT": str(_free_port()),
-            "OBS_ALERTMANAGER_PORT": str(_free_port()),
-            "OBS_PG_EXPORTER_PORT": str(_free_port()),
-            "OBS_KAFKA_LAG_PORT": str(_free_port()),
-            "OBS_WEBHOOK_PORT": str(_free_port()),
-            "OBS_TEXTFILE_PORT": str(_free_port()),
+            **observability_ports(),
             # Not shorter: a scrape's timeout is its interval, and a busy machine answers late.
             "OBS_SCRAPE_INTERVAL": "5s",
             "OBS_EVAL_INTERVAL": "1s",
-            "OBS_PG_DSN": (
-                f"postgresql://{u.username}:{u.password}@{u.host}:{u.port or 5432}/{u.database}"
-                "?sslmode=disable"
-            ),
+            "OBS_PG_DSN": exporter_dsn(postgres_url, str(u.database)),
             "OBS_PG_DATABASES": ",".join(str(d) for d in databases),
             "KAFKA_PORT": kafka_bootstrap.rsplit(":", 1)[1],
             # This run's groups only: the shared broker holds every other run's topics too.
@@ -206,7 +159,7 @@ def ops(
             # sample from before the first tournament (on a starved machine, the whole run
             # could otherwise fall before the first scrape and leave the rate panels empty).
             every_service = f'count(up{{job=~"{"|".join(SERVICES)}"}} == 1) == {len(SERVICES)}'
-            _wait_for("a scrape of every service", lambda: run.query(every_service) or None, 120)
+            wait_for("a scrape of every service", lambda: run.query(every_service) or None, 120)
             _play(cluster)
             # Quiet first: no live table, every result awarded and every prize credited (two
             # scrapes in a row), so the audit sees a finished run.
@@ -215,7 +168,7 @@ def ops(
                 " + max_over_time(sum(electric_payout_prizes_uncredited)[11s:1s])"
                 " + max_over_time(sum(electric_payout_results_unawarded)[11s:1s]) == 0"
             )
-            _wait_for("a quiet platform", lambda: run.query(quiet) or None, 120)
+            wait_for("a quiet platform", lambda: run.query(quiet) or None, 120)
             # The periodic audit, once: electric-audit verify over the run's four stores.
             verify = subprocess.run(
                 [
@@ -228,14 +181,14 @@ def ops(
             )
             assert verify.returncode == 0, verify.stdout + verify.stderr
             # Prometheus has the credits and the audit result.
-            _wait_for(
+            wait_for(
                 "finish-to-credit observations",
                 lambda: run.value("sum(electric_payout_finish_to_credit_seconds_count)") or None,
                 60,
             )
-            _wait_for("verify result", lambda: run.query("electric_audit_verify_success"), 30)
+            wait_for("verify result", lambda: run.query("electric_audit_verify_success"), 30)
             try:  # and in a panel's range query (see allowed_empty)
-                _wait_for(
+                wait_for(
                     "verify result in a range query",
                     lambda: has_data(run.query_range("electric_audit_verify_success")) or None,
                     30,
@@ -246,7 +199,7 @@ def ops(
             # bounded chance; allowed_empty() says why when they did not answer.
             for expr in ('sum(up{job="kafka"}) > 0', "count(kafka_consumergroup_lag) > 0"):
                 try:
-                    _wait_for(expr, lambda e=expr: run.query(e) or None, 60)
+                    wait_for(expr, lambda e=expr: run.query(e) or None, 60)
                 except AssertionError as exc:
                     print(f"ops test: {exc}")
             yield run
@@ -372,10 +325,10 @@ def test_service_down_and_unbalanced_ledger_reach_the_webhook(ops: OpsRun) -> No
             )
     finally:
         engine.dispose()
-    ledger = _wait_for("LedgerUnbalanced", lambda: _arrived(ops, "LedgerUnbalanced", "wallet"), 90)
+    ledger = wait_for("LedgerUnbalanced", lambda: _arrived(ops, "LedgerUnbalanced", "wallet"), 90)
     assert ledger["receiver"] == "ops-critical"
     assert ledger["annotations"]["summary"] == "The wallet's ledger does not balance (1 cents)"
-    down = _wait_for("ServiceDown", lambda: _arrived(ops, "ServiceDown", "payout"), 150)
+    down = wait_for("ServiceDown", lambda: _arrived(ops, "ServiceDown", "payout"), 150)
     assert down["receiver"] == "ops-critical"
     assert down["labels"]["severity"] == "critical"
     firing = {r["metric"]["alertname"] for r in ops.query('ALERTS{alertstate="firing"}')}

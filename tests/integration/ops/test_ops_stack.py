@@ -15,16 +15,12 @@ import asyncio
 import json
 import os
 import shutil
-import socket
 import subprocess
-import time
-import urllib.parse
-import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import psycopg
 import pytest
@@ -33,6 +29,14 @@ from prometheus_client import CollectorRegistry, Gauge, start_http_server
 from prometheus_client import process_collector as prom_process
 from sqlalchemy.engine import make_url
 
+from tests.integration.ops.ops_prometheus import (
+    PrometheusQueries,
+    exporter_dsn,
+    free_port,
+    observability_ports,
+    wait_for,
+)
+
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(420)]
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -40,13 +44,6 @@ OBSERVABILITY = ROOT / "deploy" / "observability.sh"
 KAFKA_SCRIPT = ROOT / "deploy" / "kafka.sh"
 SERVICES = ("registration", "table", "wallet", "payout")
 BINARIES = ("prometheus", "prometheus-alertmanager", "prometheus-postgres-exporter")
-T = TypeVar("T")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _run(args: list[str], env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
@@ -55,45 +52,16 @@ def _run(args: list[str], env: dict[str, str], timeout: float) -> subprocess.Com
     )
 
 
-def _wait_for(what: str, probe: Callable[[], T | None], timeout: float) -> T:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = probe()
-        except OSError as exc:  # not listening yet
-            last = exc
-        if last is not None and not isinstance(last, Exception):
-            found: T = last
-            return found
-        time.sleep(1)
-    raise AssertionError(f"{what} not seen within {timeout:.0f} s (last: {last!r})")
-
-
 @dataclass
-class Stack:
+class Stack(PrometheusQueries):
     env: dict[str, str]
     obs_dir: Path
     prometheus: str
     database: str
     kafka_bootstrap: str
 
-    def api(self, path: str, **params: str) -> Any:
-        url = f"{self.prometheus}/api/v1/{path}"
-        if params:
-            url += "?" + urllib.parse.urlencode(params)
-        with urllib.request.urlopen(url, timeout=10) as response:
-            body = json.loads(response.read())
-        assert body["status"] == "success", body
-        return body["data"]
-
-    def query(self, expr: str) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = self.api("query", query=expr)["result"]
-        return result
-
-    def value(self, expr: str) -> float | None:
-        result = self.query(expr)
-        return float(result[0]["value"][1]) if result else None
+    #: Shorter than the platform test's: this stack is small and answers at once.
+    api_timeout = 10
 
     def wait_value(self, expr: str, expected: float, timeout: float = 60) -> None:
         """Until ``expr`` is ``expected``: a scrape may land mid-way through the test's writes,
@@ -105,7 +73,7 @@ class Stack:
             return True if seen[-1] == expected else None
 
         try:
-            _wait_for(expr, probe, timeout)
+            wait_for(expr, probe, timeout)
         except AssertionError:
             raise AssertionError(f"{expr}: expected {expected}, last seen {seen[-3:]}") from None
 
@@ -185,33 +153,24 @@ def stack(tmp_path_factory: pytest.TempPathFactory, postgres_url: str) -> Iterat
         )
     )
     # A fresh database with a table that has dead rows, for the bloat series.
-    u = make_url(postgres_url)
     database = f"ops_{uuid.uuid4().hex[:16]}"
     admin = _conninfo(postgres_url)
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{database}"')
     slot = f"ops_test_slot_{uuid.uuid4().hex[:8]}"
-    service_ports = {s: _free_port() for s in SERVICES}
+    service_ports = {s: free_port() for s in SERVICES}
     env = {
         **os.environ,
         "OBS_DIR": str(obs_dir),
-        "OBS_PROMETHEUS_PORT": str(_free_port()),
-        "OBS_ALERTMANAGER_PORT": str(_free_port()),
-        "OBS_PG_EXPORTER_PORT": str(_free_port()),
-        "OBS_KAFKA_LAG_PORT": str(_free_port()),
-        "OBS_WEBHOOK_PORT": str(_free_port()),
-        "OBS_TEXTFILE_PORT": str(_free_port()),
+        **observability_ports(),
         "OBS_SCRAPE_INTERVAL": "1s",
         "OBS_EVAL_INTERVAL": "1s",
         "OBS_DEPLOYMENT": "embedded",
-        "OBS_PG_DSN": (
-            f"postgresql://{u.username}:{u.password}@{u.host}:{u.port or 5432}/{database}"
-            "?sslmode=disable"
-        ),
+        "OBS_PG_DSN": exporter_dsn(postgres_url, database),
         "OBS_PG_DATABASES": database,
-        "KAFKA_PORT": str(_free_port()),
-        "KAFKA_CONTROLLER_PORT": str(_free_port()),
-        "KAFKA_JMX_PORT": str(_free_port()),
+        "KAFKA_PORT": str(free_port()),
+        "KAFKA_CONTROLLER_PORT": str(free_port()),
+        "KAFKA_JMX_PORT": str(free_port()),
         "KAFKA_HEAP": "256m",
         "ELECTRIC_KAFKA_DIR": str(base / "kafka"),
         **{f"ELECTRIC_{s.upper()}_METRICS_PORT": str(p) for s, p in service_ports.items()},
@@ -268,7 +227,7 @@ def test_exporter_targets_are_up(stack: Stack) -> None:
         wanted = ("postgres", "kafka", "kafka-lag", "textfile", "alertmanager", *SERVICES)
         return health if all(health.get(job) == "up" for job in wanted) else None
 
-    health = _wait_for("every target up", healthy, 90)
+    health = wait_for("every target up", healthy, 90)
     assert set(SERVICES) <= set(health)
 
 
@@ -286,9 +245,9 @@ def test_kafka_broker_and_lag_metrics(stack: Stack) -> None:
 
 
 def test_postgres_metrics(stack: Stack) -> None:
-    assert _wait_for("pg_up", lambda: stack.value("pg_up"), 60) == 1.0
+    assert wait_for("pg_up", lambda: stack.value("pg_up"), 60) == 1.0
     db = stack.database
-    commits = _wait_for(
+    commits = wait_for(
         "transactions", lambda: stack.value(f'pg_stat_database_xact_commit{{datname="{db}"}}'), 60
     )
     assert commits > 0
@@ -304,7 +263,7 @@ def test_postgres_metrics(stack: Stack) -> None:
 
 
 def test_embedded_process_metrics_are_kept_once(stack: Stack) -> None:
-    rss = _wait_for(
+    rss = wait_for(
         "process metrics",
         lambda: stack.query('process_resident_memory_bytes{deployment="embedded"}') or None,
         60,
@@ -333,7 +292,7 @@ def test_infra_alert_rules_query_series_that_exist(stack: Stack) -> None:
         def present(n: str = name) -> list[dict[str, Any]] | None:
             return stack.query(f"count({n})") or None
 
-        _wait_for(f"series {name}", present, 60)
+        wait_for(f"series {name}", present, 60)
 
 
 def test_always_firing_alert_reaches_the_webhook(stack: Stack) -> None:
@@ -348,7 +307,7 @@ def test_always_firing_alert_reaches_the_webhook(stack: Stack) -> None:
                 return alert
         return None
 
-    alert = _wait_for("OpsTestAlwaysFiring at the webhook receiver", arrived, 120)
+    alert = wait_for("OpsTestAlwaysFiring at the webhook receiver", arrived, 120)
     assert alert["status"] == "firing"
     assert alert["receiver"] == "ops-critical"  # routed by severity
     assert alert["labels"]["environment"] == "local"  # external label added by Prometheus

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
-from contextlib import ExitStack
 from pathlib import Path
 
 import grpc
@@ -28,7 +27,8 @@ from tests.support.reg_harness import (
     Stack,
     eventually,
     finished_event,
-    start_stack,
+    fresh_databases,
+    running_stack,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -36,20 +36,16 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 @pytest.fixture
 def pg_urls(postgres_url: str) -> Iterator[dict[str, str]]:
-    with ExitStack() as stack:
-        yield {
-            s: stack.enter_context(fresh_database(postgres_url, prefix=f"pay_{s}"))
-            for s in ("wallet", "registration", "payout", "table")
-        }
+    with fresh_databases(
+        postgres_url, "pay_", ("wallet", "registration", "payout", "table")
+    ) as urls:
+        yield urls
 
 
 @pytest.fixture
 async def stack(tmp_path: Path, pg_urls: dict[str, str]) -> AsyncIterator[Stack]:
-    s = await start_stack(tmp_path, pg_urls)
-    try:
+    async with running_stack(tmp_path, pg_urls) as s:
         yield s
-    finally:
-        await s.close()
 
 
 async def test_redelivered_results_and_racing_workers_credit_once_pg(stack: Stack) -> None:

@@ -5,35 +5,27 @@ settings with their event, and the My Tables filter (row locks, migration 0003).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 from electric.registration.v1 import events_pb2, registration_pb2
 from electric.wallet.v1 import wallet_pb2
 
-from tests.support.infra import fresh_database
-from tests.support.reg_harness import OPS, Stack, eventually, md, start_stack
+from tests.support.reg_harness import OPS, Stack, eventually, fresh_databases, md, running_stack
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 
 @pytest.fixture
 def pg_urls(postgres_url: str) -> Iterator[dict[str, str]]:
-    with ExitStack() as stack:
-        yield {
-            s: stack.enter_context(fresh_database(postgres_url, prefix=f"regc_{s}"))
-            for s in ("wallet", "registration", "payout")
-        }
+    with fresh_databases(postgres_url, "regc_", ("wallet", "registration", "payout")) as urls:
+        yield urls
 
 
 @pytest.fixture
 async def stack(tmp_path: Path, pg_urls: dict[str, str]) -> AsyncIterator[Stack]:
-    s = await start_stack(tmp_path, pg_urls, payout=False)
-    try:
+    async with running_stack(tmp_path, pg_urls, payout=False) as s:
         yield s
-    finally:
-        await s.close()
 
 
 async def test_stuck_table_is_cancelled_once_and_balances_restored_pg(stack: Stack) -> None:

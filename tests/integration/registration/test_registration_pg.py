@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
-from contextlib import ExitStack
 from pathlib import Path
 
 import grpc
@@ -17,28 +16,21 @@ from electric.wallet.v1 import ledger_pb2
 from electric_registration.store import tables as t
 from sqlalchemy import select
 
-from tests.support.infra import fresh_database
-from tests.support.reg_harness import Stack, eventually, md, start_stack
+from tests.support.reg_harness import Stack, eventually, fresh_databases, md, running_stack
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 
 @pytest.fixture
 def pg_urls(postgres_url: str) -> Iterator[dict[str, str]]:
-    with ExitStack() as stack:
-        yield {
-            s: stack.enter_context(fresh_database(postgres_url, prefix=f"reg_{s}"))
-            for s in ("wallet", "registration", "payout")
-        }
+    with fresh_databases(postgres_url, "reg_", ("wallet", "registration", "payout")) as urls:
+        yield urls
 
 
 @pytest.fixture
 async def stack(tmp_path: Path, pg_urls: dict[str, str]) -> AsyncIterator[Stack]:
-    s = await start_stack(tmp_path, pg_urls, payout=False)
-    try:
+    async with running_stack(tmp_path, pg_urls, payout=False) as s:
         yield s
-    finally:
-        await s.close()
 
 
 async def test_three_entries_unregister_and_refused_after_fill_pg(stack: Stack) -> None:

@@ -15,24 +15,14 @@ from electric_domain.tournament.engine_adapter import DeckEscrowed
 from electric_math import simulate as sim
 from electric_table import codec, mapping
 
+from tests.support.table_kit import table_info
+
 LINEUPS = [
     ("random", "tag", "timeout"),
     ("sitout", "random", "random"),
     ("tag", "tag", "random"),
     ("timeout", "sitout", "tag"),
 ]
-
-
-def _info(t: Tournament) -> mapping.TableInfo:
-    return mapping.TableInfo(
-        table_id="t-1",
-        table_name="T",
-        seats=tuple(
-            mapping.SeatInfo(i + 1, s.player_id, f"e{i}", s.player_id)
-            for i, s in enumerate(t.state.seats)
-        ),
-        action_timer_ms=10_000,
-    )
 
 
 class BatchMapper:
@@ -47,7 +37,7 @@ class BatchMapper:
         self.done = len(t.history)
         self.mapped += mapping.to_protos(
             batch,
-            _info(t),
+            table_info(t),
             t.hand_facts(batch),
             level_ms=t.config.level_duration_ms,
             multiplier=t.state.multiplier,

@@ -14,24 +14,14 @@ from electric_math import simulate as sim
 from electric_table import mapping
 from electric_table.story import Story, for_viewer, layered_pots
 
+from tests.support.table_kit import table_info
+
 LINEUPS = [
     ("random", "tag", "timeout"),
     ("sitout", "random", "random"),
     ("tag", "tag", "random"),
     ("random", "random", "random"),
 ]
-
-
-def _info(t: Tournament) -> mapping.TableInfo:
-    return mapping.TableInfo(
-        table_id="t-1",
-        table_name="T",
-        seats=tuple(
-            mapping.SeatInfo(i + 1, s.player_id, f"e{i}", s.player_id)
-            for i, s in enumerate(t.state.seats)
-        ),
-        action_timer_ms=10_000,
-    )
 
 
 def _story(index: int) -> tuple[Tournament, list[mapping.Mapped], Story]:
@@ -46,7 +36,7 @@ def _story(index: int) -> tuple[Tournament, list[mapping.Mapped], Story]:
         mapped.extend(
             mapping.to_protos(
                 batch,
-                _info(t),
+                table_info(t),
                 t.hand_facts(batch),
                 level_ms=t.config.level_duration_ms,
                 multiplier=t.state.multiplier,
@@ -228,7 +218,7 @@ def test_views_keep_the_hand_end_and_render_pots_timer_and_last_actions() -> Non
         def observe(t: Tournament, holder: dict[str, TableRuntime] = holder) -> None:
             rt = holder.get("rt")
             batch = t.history[rt.version if rt is not None and rt.tournament is t else 0 :]
-            info = _info(t)
+            info = table_info(t)
             new = mapping.to_protos(
                 batch,
                 info,
@@ -299,7 +289,7 @@ def test_side_pots_in_the_view_and_the_pots_event() -> None:
 
     tb = Table()
     t = tb.t
-    rt = TableRuntime("t-1", _info(t), t.config, t, 0)
+    rt = TableRuntime("t-1", table_info(t), t.config, t, 0)
 
     def sync() -> None:
         batch = t.history[rt.version :]

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+from electric_eventlog.once import insert_once
 from sqlalchemy import Connection, func, insert, select, update
 
 from electric_payout.store import tables as t
@@ -113,23 +114,21 @@ def add_tournament(
     at: datetime,
 ) -> None:
     """Remember a TournamentStarted (once: a second one of the table is ignored)."""
-    exists = conn.execute(
-        select(t.tournaments.c.tournament_id).where(t.tournaments.c.tournament_id == table_id)
-    ).first()
-    if exists is None:
-        conn.execute(
-            insert(t.tournaments).values(
-                tournament_id=table_id,
-                table_id=table_id,
-                buy_in_cents=buy_in_cents,
-                prize_pool_cents=prize_pool_cents,
-                multiplier=multiplier,
-                paytable_version=paytable_version,
-                table_size=table_size,
-                started=started,
-                received_at=at,
-            )
-        )
+    insert_once(
+        conn,
+        t.tournaments,
+        {"tournament_id": table_id},
+        {
+            "table_id": table_id,
+            "buy_in_cents": buy_in_cents,
+            "prize_pool_cents": prize_pool_cents,
+            "multiplier": multiplier,
+            "paytable_version": paytable_version,
+            "table_size": table_size,
+            "started": started,
+            "received_at": at,
+        },
+    )
 
 
 def get_tournament(conn: Connection, table_id: str) -> TournamentRow | None:
@@ -142,18 +141,12 @@ def get_tournament(conn: Connection, table_id: str) -> TournamentRow | None:
 
 def add_hand_button(conn: Connection, table_id: str, hand_number: int, button_seat: int) -> None:
     """Remember a hand's button seat (once)."""
-    exists = conn.execute(
-        select(t.hand_buttons.c.button_seat).where(
-            t.hand_buttons.c.table_id == table_id,
-            t.hand_buttons.c.hand_number == hand_number,
-        )
-    ).first()
-    if exists is None:
-        conn.execute(
-            insert(t.hand_buttons).values(
-                table_id=table_id, hand_number=hand_number, button_seat=button_seat
-            )
-        )
+    insert_once(
+        conn,
+        t.hand_buttons,
+        {"table_id": table_id, "hand_number": hand_number},
+        {"button_seat": button_seat},
+    )
 
 
 def hand_buttons(conn: Connection, table_id: str) -> dict[int, int]:
@@ -174,19 +167,17 @@ def add_result(
     correlation_id: str = "",
 ) -> None:
     """Remember a TournamentFinished (once)."""
-    exists = conn.execute(
-        select(t.results.c.tournament_id).where(t.results.c.tournament_id == table_id)
-    ).first()
-    if exists is None:
-        conn.execute(
-            insert(t.results).values(
-                tournament_id=table_id,
-                finished=finished,
-                source_event_id=source_event_id,
-                received_at=at,
-                correlation_id=correlation_id,
-            )
-        )
+    insert_once(
+        conn,
+        t.results,
+        {"tournament_id": table_id},
+        {
+            "finished": finished,
+            "source_event_id": source_event_id,
+            "received_at": at,
+            "correlation_id": correlation_id,
+        },
+    )
 
 
 @dataclass(frozen=True)

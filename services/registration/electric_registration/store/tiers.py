@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from electric_domain.lobby import Tier
 from sqlalchemy import Connection, insert, select, update
@@ -28,13 +29,7 @@ def sync(conn: Connection, wanted: Sequence[Mapping[str, object]]) -> None:
         conn.execute(update(t.tiers).where(t.tiers.c.tier_id.in_(stale)).values(active=0))
 
 
-def active(conn: Connection, tier_id: str) -> Tier | None:
-    """The active tier ``tier_id``, if any."""
-    r = conn.execute(
-        select(t.tiers).where(t.tiers.c.tier_id == tier_id, t.tiers.c.active == 1)
-    ).first()
-    if r is None:
-        return None
+def _tier(r: Any) -> Tier:
     return Tier(
         r.tier_id,
         r.name,
@@ -43,6 +38,14 @@ def active(conn: Connection, tier_id: str) -> Tier | None:
         int(r.seats),
         int(r.starting_stack),
     )
+
+
+def active(conn: Connection, tier_id: str) -> Tier | None:
+    """The active tier ``tier_id``, if any."""
+    r = conn.execute(
+        select(t.tiers).where(t.tiers.c.tier_id == tier_id, t.tiers.c.active == 1)
+    ).first()
+    return None if r is None else _tier(r)
 
 
 def active_ids(conn: Connection) -> list[str]:
@@ -65,13 +68,4 @@ def lock(conn: Connection, tier_id: str) -> None:
 def get(conn: Connection, tier_id: str) -> Tier | None:
     """The tier ``tier_id``, active or not."""
     r = conn.execute(select(t.tiers).where(t.tiers.c.tier_id == tier_id)).first()
-    if r is None:
-        return None
-    return Tier(
-        r.tier_id,
-        r.name,
-        int(r.buy_in_cents),
-        int(r.rake_cents),
-        int(r.seats),
-        int(r.starting_stack),
-    )
+    return None if r is None else _tier(r)

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from electric_eventlog.once import insert_once
 from sqlalchemy import Connection, and_, delete, insert, or_, select, update
 
 from electric_table.store import tables as t
@@ -176,22 +177,20 @@ def _bet(r: object) -> BetRow:
 
 def record_intent(conn: Connection, b: BetRow) -> None:
     """Before the wallet reservation: the bet may exist in the wallet from now on."""
-    exists = conn.execute(
-        select(t.casino_bets.c.bet_id).where(t.casino_bets.c.bet_id == b.bet_id)
-    ).first()
-    if exists is None:
-        conn.execute(
-            insert(t.casino_bets).values(
-                bet_id=b.bet_id,
-                round_id=b.round_id,
-                player_id=b.player_id,
-                spot=b.spot,
-                amount_cents=b.amount_cents,
-                owed_op=INTENT,
-                op_done=False,
-                last_error="",
-            )
-        )
+    insert_once(
+        conn,
+        t.casino_bets,
+        {"bet_id": b.bet_id},
+        {
+            "round_id": b.round_id,
+            "player_id": b.player_id,
+            "spot": b.spot,
+            "amount_cents": b.amount_cents,
+            "owed_op": INTENT,
+            "op_done": False,
+            "last_error": "",
+        },
+    )
 
 
 def forget_intent(conn: Connection, bet_id: str) -> None:
@@ -344,21 +343,13 @@ def open_tables(conn: Connection, game: str) -> list[str]:
 
 def add_uth_players(conn: Connection, round_id: str, table_id: str, players: Sequence[str]) -> None:
     """The players with stakes in a UTH round (each once)."""
-    u = t.casino_uth_players.c
     for p in dict.fromkeys(players):
-        exists = conn.execute(
-            select(u.player_id).where(u.round_id == round_id, u.player_id == p)
-        ).first()
-        if exists is None:
-            conn.execute(
-                insert(t.casino_uth_players).values(
-                    round_id=round_id,
-                    player_id=p,
-                    table_id=table_id,
-                    acknowledged=False,
-                    created_at=datetime.now(UTC),
-                )
-            )
+        insert_once(
+            conn,
+            t.casino_uth_players,
+            {"round_id": round_id, "player_id": p},
+            {"table_id": table_id, "acknowledged": False, "created_at": datetime.now(UTC)},
+        )
 
 
 def uth_player(conn: Connection, round_id: str, player_id: str) -> bool | None:

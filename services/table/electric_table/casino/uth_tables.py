@@ -53,6 +53,8 @@ UTH_TABLE = re.compile(r"^uth-[0-9]+$")
 GREEN_ENV, YELLOW_ENV = "ELECTRIC_TABLE_UTH_GREEN_MS", "ELECTRIC_TABLE_UTH_YELLOW_MS"
 DECISION_ENV, PAUSE_ENV = "ELECTRIC_TABLE_UTH_DECISION_MS", "ELECTRIC_TABLE_UTH_PAUSE_MS"
 DEFAULT_PAUSE_MS = 3000
+#: Seconds a failed change retries reloading its round before the table is marked broken.
+RESTORE_BUDGET_S = 300.0
 
 Request = tuple[str, str, str]
 
@@ -172,6 +174,28 @@ class UthTables:
 
     async def _reload(self, t: LiveTable) -> None:
         t.row, t.round, t.book, t.version = await asyncio.to_thread(self._load, t.table_id)
+
+    async def _restore(self, t: LiveTable, *, patient: bool = True) -> None:
+        """The live round changed in memory and the change was not stored: replay it from
+        its stream, retrying while the database is away (a restart fails the commit AND
+        the first reload). Under the table's lock: nothing may run on the in-memory round
+        before this succeeds, or the unstored change would stand — later events and the
+        settlement would count a decision or bet that is on no stream (found by the chaos
+        run, issue 18). Not ``patient`` (the change was cancelled: shutting down): one try."""
+        delay, waited = 0.1, 0.0
+        while True:
+            try:
+                await self._reload(t)
+                return
+            except Exception:
+                if not patient or waited >= RESTORE_BUDGET_S:
+                    t.broken = "round could not be reloaded after a failed change"
+                    log.error("uth.table_broken", extra={"table_id": t.table_id})
+                    raise
+                log.warning("uth.reload_retry", extra={"table_id": t.table_id}, exc_info=True)
+            await asyncio.sleep(delay)
+            waited += delay
+            delay = min(delay * 2, 2.0)
 
     async def table(self, table_id: str) -> LiveTable:
         """The live table (loaded and driven from its first use). Only a table registration
@@ -427,6 +451,8 @@ class UthTables:
         request: Request | None,
         by: str = "",
     ) -> None:
+        if t.broken:
+            raise FailedPrecondition(f"UTH table {t.table_id} is broken: {t.broken}")
         rnd, book = t.round, t.book
         assert rnd is not None and book is not None
         start = len(rnd.history)
@@ -434,7 +460,7 @@ class UthTables:
             step(rnd)
         except Rejected as rej:
             if len(rnd.history) > start:
-                await self._reload(t)
+                await self._restore(t)
             err = refusal(rej)
             if request is not None:
                 who, rid, rpc = request
@@ -447,8 +473,8 @@ class UthTables:
             batch = book.translate(events, request_id=request[1] if request else "", voided_by=by)
             await self._reserve(book.round_id, batch.new_bets)
             await self._commit(t, batch, request)
-        except BaseException:
-            await self._reload(t)
+        except BaseException as exc:
+            await self._restore(t, patient=not isinstance(exc, asyncio.CancelledError))
             raise
 
     async def _reserve(self, round_id: str, bets: list[repo.BetRow]) -> None:

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
+import sqlalchemy as sa
+from electric_eventlog.schema import fences
 from sqlalchemy import Connection, insert, select, update
 
 from electric_table.store import tables as t
@@ -233,6 +235,19 @@ def live_table_ids(conn: Connection) -> list[str]:
         select(t.tables.c.table_id)
         .where(t.tables.c.status.in_((TableStatus.STARTING.value, TableStatus.RUNNING.value)))
         .order_by(t.tables.c.created_at)
+    ).all()
+    return [r.table_id for r in rows]
+
+
+def untaken_live_table_ids(conn: Connection) -> list[str]:
+    """Unfinished tables nobody took ownership of yet (no ``eventlog_fences`` row;
+    ``partitions`` ownership, see ``ownership.PartitionOwnership.sweep``)."""
+    fence = sa.exists().where(fences.c.resource == sa.literal("table-") + t.tables.c.table_id)
+    rows = conn.execute(
+        select(t.tables.c.table_id).where(
+            t.tables.c.status.in_((TableStatus.STARTING.value, TableStatus.RUNNING.value)),
+            ~fence,
+        )
     ).all()
     return [r.table_id for r in rows]
 

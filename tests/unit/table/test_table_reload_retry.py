@@ -1,0 +1,62 @@
+"""A tournament table re-read after a failed write is retried while the database is away
+(issue 18, found by the chaos run: a PostgreSQL fast restart).
+
+The last Act of a tournament failed when the restart cut the connection, and the re-read of
+the table from its stream (``TableManager.reload``) failed too: the server was still
+starting. Before the fix the exception left the table with the unstored command in memory:
+the tournament finished there only (no TournamentFinished stored, no prize paid) and the
+table was released as finished. Now the re-read is retried until the store answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from electric_eventlog import EventStore
+from electric_table import runtime
+from electric_table.runtime import TableManager
+from sqlalchemy import create_engine
+from sqlalchemy.exc import OperationalError
+
+
+def manager_failing(times: int) -> tuple[TableManager, list[str]]:
+    engine = create_engine("sqlite://")
+    manager = TableManager(engine, EventStore(engine, producer="table"), stopping=asyncio.Event())
+    calls: list[str] = []
+    fresh = SimpleNamespace(
+        tournament="stored", version=7, story="story", last_event_id="e7", turn_cause="c"
+    )
+
+    def rebuild(table_id: str) -> Any:
+        calls.append(table_id)
+        if len(calls) <= times:
+            raise OperationalError("select", {}, ConnectionError("the database is shutting down"))
+        return fresh
+
+    manager.rebuild = rebuild  # type: ignore[method-assign]
+    return manager, calls
+
+
+def memory_ahead() -> Any:
+    return SimpleNamespace(
+        table_id="t", tournament="ahead", version=8, story="x", last_event_id="e8", turn_cause=""
+    )
+
+
+async def test_the_reload_waits_for_the_database() -> None:
+    manager, calls = manager_failing(times=3)
+    rt = memory_ahead()
+    await manager.reload(rt)
+    assert calls == ["t"] * 4
+    assert (rt.tournament, rt.version, rt.last_event_id) == ("stored", 7, "e7")
+
+
+async def test_the_reload_gives_up_after_its_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runtime, "RELOAD_BUDGET_S", 0.25)
+    manager, _ = manager_failing(times=1_000)
+    rt = memory_ahead()
+    with pytest.raises(OperationalError):
+        await manager.reload(rt)

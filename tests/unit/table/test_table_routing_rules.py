@@ -1,0 +1,63 @@
+"""Routing and group-timing rules of ``partitions`` ownership (issue 17, docs/scaling.md):
+the advertised address, how an owner's answer is relayed, the consumer-group timings."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+from electric.common.v1 import errors_pb2
+from electric_platform.errors import rich_status
+from electric_table.ownership import group_timings
+from electric_table.routing import advertised_address, relayed
+
+
+def test_advertised_address_defaults_to_the_bound_port_on_loopback() -> None:
+    port = {"value": 0}
+    address = advertised_address("0.0.0.0", lambda: port["value"], environ={})
+    port["value"] = 50062  # bound after setup: read when the fence is taken
+    assert address() == "127.0.0.1:50062"
+    assert advertised_address("10.0.0.7", lambda: 1, environ={})() == "10.0.0.7:1"
+    fixed = {"ELECTRIC_TABLE_ADVERTISED_ADDRESS": "table-2:50052"}
+    assert advertised_address("0.0.0.0", lambda: 1, environ=fixed)() == "table-2:50052"
+
+
+def _error(code: grpc.StatusCode, message: str, detail: object = None) -> grpc.aio.AioRpcError:
+    trailers = grpc.aio.Metadata()
+    if detail is not None:
+        for key, value in rich_status(code, message, detail).trailing_metadata:  # type: ignore[arg-type]
+            trailers.add(key, value)
+    return grpc.aio.AioRpcError(code, grpc.aio.Metadata(), trailers, message)
+
+
+def test_the_owners_refusal_is_relayed_with_its_code_message_and_detail() -> None:
+    stale = errors_pb2.StaleCommand(requested_hand_number=3, current_hand_number=4)
+    err = relayed(_error(grpc.StatusCode.FAILED_PRECONDITION, "stale command", stale), "o", "t")
+    assert err.code is grpc.StatusCode.FAILED_PRECONDITION
+    assert err.message == "stale command"
+    assert isinstance(err.detail, errors_pb2.StaleCommand) and err.detail == stale
+    plain = relayed(_error(grpc.StatusCode.PERMISSION_DENIED, "not your seat"), "o", "t")
+    assert (plain.code, plain.message, plain.detail) == (
+        grpc.StatusCode.PERMISSION_DENIED,
+        "not your seat",
+        None,
+    )
+
+
+def test_an_unreachable_owner_is_unavailable_naming_it() -> None:
+    err = relayed(_error(grpc.StatusCode.UNAVAILABLE, "connection refused"), "h:1", "t1")
+    assert err.code is grpc.StatusCode.UNAVAILABLE
+    assert "h:1" in err.message and "t1" in err.message and "retry" in err.message
+
+
+def test_group_timings_fail_over_within_seconds_and_are_checked() -> None:
+    assert group_timings({}) == {
+        "session_timeout_ms": 6000,
+        "heartbeat_interval_ms": 500,
+        "rebalance_timeout_ms": 6000,
+    }
+    got = group_timings({"ELECTRIC_TABLE_SESSION_TIMEOUT_MS": "9000"})
+    assert got["session_timeout_ms"] == 9000
+    with pytest.raises(ValueError, match="third"):
+        group_timings({"ELECTRIC_TABLE_HEARTBEAT_MS": "2500"})
+    with pytest.raises(ValueError, match="> 0"):
+        group_timings({"ELECTRIC_TABLE_REBALANCE_TIMEOUT_MS": "0"})
