@@ -89,6 +89,9 @@ async def start(env: Env, players: tuple[str, ...] = PLAYERS, **kw: Any) -> str:
     messages, _ = registration_messages(table_id, players, **kw)
     await inprocess_bus().publish([*messages, messages[-1]])  # + a redelivery
     await wait_table(env.stub, table_id, players[0])
+    # GetTable can answer from the read model (a STARTING view) before the consumer's
+    # background load put the runtime in memory; tests read the runtime next.
+    await until(lambda: table_id in env.manager.tables, timeout=30)
     return table_id
 
 
