@@ -11,6 +11,7 @@ import pytest
 from electric.table.v1 import casino_events_pb2 as cev
 from electric.table.v1 import casino_pb2 as A
 
+from tests.component.table_casino.test_table_casino_uth_batch import one_pass_story
 from tests.support import wallet_kit
 from tests.support.table_casino_kit import POSTED, VOIDED, UthEnv, md, seat, table_host, windows
 
@@ -79,3 +80,9 @@ async def test_uth_on_postgres_settles_and_resumes_after_a_restart(
             for p in PLAYERS:
                 bal = await wallet_kit.balance(wallet, p)
                 assert bal.reserved == 0
+
+
+async def test_one_pass_of_placements_on_postgres(tmp_path: Path, fresh_pg_url: str) -> None:
+    """The group commit's one transaction of several appends, on PostgreSQL."""
+    async with wallet_kit.serve_wallet(f"sqlite:///{tmp_path}/wallet.db") as wallet:
+        await one_pass_story(tmp_path, wallet, fresh_pg_url)

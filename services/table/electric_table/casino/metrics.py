@@ -20,7 +20,7 @@ import json
 from collections.abc import Callable
 from importlib import resources
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 #: The house-banked games (label values; bounded).
 GAMES = ("thb", "uth")
@@ -75,6 +75,12 @@ class CasinoMetrics:
             "electric_table_casino_theoretical_rtp",
             "Theoretical return to player over the total stake (optimal play, exact math).",
             ["game"],
+            registry=registry,
+        )
+        self.placements_per_pass = Histogram(
+            "electric_table_casino_uth_placements_per_pass",
+            "PlaceBets carried by one pass under a live UTH table's lock (group commit).",
+            buckets=(1, 2, 4, 8, 16, 32, 64),
             registry=registry,
         )
         for game in GAMES:

@@ -36,14 +36,20 @@ from dataclasses import dataclass, field
 import electric_domain.casino.uth.events as uth
 from electric.table.v1 import casino_events_pb2 as cev
 from electric_domain.casino.common.config import CasinoConfig
-from electric_domain.casino.common.errors import Rejected, RejectReason
+from electric_domain.casino.common.errors import Rejected
 from electric_domain.casino.common.game_number import next_game_number
 from electric_domain.casino.uth.round import BETTING, UthRound
 from electric_platform import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from sqlalchemy import Connection
 
-from electric_table.casino import money, repo, uth_records
+from electric_table.casino import repo, uth_records
 from electric_table.casino.handlers import CasinoHandlers, casino_stream, refusal
+from electric_table.casino.uth_batch import (
+    BetBatches,
+    PendingBet,
+    reserve_bets,
+    undo_reservations,
+)
 from electric_table.casino.uth_recovery import void_unreplayable
 
 log = logging.getLogger(__name__)
@@ -96,6 +102,8 @@ class LiveTable:
     seated: int = 0
     broken: str = ""
     task: asyncio.Task[None] | None = None
+    #: PlaceBets waiting for the lock; the next holder carries them (``uth_batch``).
+    pending: list[PendingBet] = field(default_factory=list)
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -140,6 +148,7 @@ class UthTables:
         self.tables: dict[str, LiveTable] = {}
         self.start_driver: Callable[[LiveTable], asyncio.Task[None]] | None = None
         self._owed_tasks: set[asyncio.Task[None]] = set()
+        self.bets = BetBatches(self)
 
     def now_ms(self) -> int:
         return self.base.now_ms()
@@ -282,41 +291,14 @@ class UthTables:
     async def place(
         self, player: str, table_id: str, action: str, amount: int, request_id: str
     ) -> LiveTable:
-        """One betting action (ante, trips, undo, double, repeat, clear) of ``player``."""
+        """One betting action (ante, trips, undo, double, repeat, clear) of ``player``,
+        carried with the table's other queued placements (``uth_batch``)."""
         if not UTH_TABLE.match(table_id):
             raise InvalidArgument(f"table_id {table_id!r} is not a UTH table (uth-<n>)")
         if not await asyncio.to_thread(self._seated, table_id, player):
             raise PermissionDenied(f"{player} has no seat at {table_id}: join the table first")
         t = await self.table(table_id)
-        async with t.lock:
-            if await asyncio.to_thread(self.base._prior, player, request_id, "PlaceBets"):
-                return t
-            now = self.now_ms()
-            await self._tick(t, now)
-            if t.round is None or t.book is None:
-                raise FailedPrecondition(f"no round is open at {table_id} yet; retry shortly")
-            req: Request = (player, request_id, "PlaceBets")
-
-            def step(r: UthRound) -> None:
-                seat = t.seat_of(player)
-                if seat is None:
-                    r.handle(uth.TakeSeat(player, now))
-                    seat = len(r.state.seats) - 1
-                if action in ("ante", "trips"):
-                    r.handle(uth.PlaceBet(seat, action, amount, now))
-                elif action == "undo":
-                    r.handle(uth.Undo(seat, now))
-                elif action == "double":
-                    r.handle(uth.Double(seat, now))
-                elif action == "repeat":
-                    r.handle(uth.Repeat(seat, now))
-                else:  # clear
-                    if not r.state.seats[seat].actions:
-                        raise Rejected(RejectReason.NOTHING_TO_UNDO, "no bet to clear")
-                    while r.state.seats[seat].actions:
-                        r.handle(uth.Undo(seat, now))
-
-            await self._run(t, step, request=req)
+        await self.bets.place(t, PendingBet(player, action, amount, request_id))
         return t
 
     async def decide(self, player: str, round_id: str, action: str, request_id: str) -> LiveTable:
@@ -471,50 +453,14 @@ class UthTables:
             return
         try:
             batch = book.translate(events, request_id=request[1] if request else "", voided_by=by)
-            await self._reserve(book.round_id, batch.new_bets)
+            outcomes = await reserve_bets(self, batch.new_bets)
+            if errors := [o for o in outcomes if o is not None]:
+                await undo_reservations(self, book.round_id, batch.new_bets, outcomes)
+                raise next((e for e in errors if isinstance(e, FailedPrecondition)), errors[0])
             await self._commit(t, batch, request)
         except BaseException as exc:
             await self._restore(t, patient=not isinstance(exc, asyncio.CancelledError))
             raise
-
-    async def _reserve(self, round_id: str, bets: list[repo.BetRow]) -> None:
-        """Reserve the action's bets: their intents in one transaction, then the wallet
-        calls at once. A refused one leaves no intent; when any is refused, the others that
-        were reserved are voided (nothing of the action stands)."""
-        if not bets:
-            return
-
-        def intents() -> None:
-            with self.engine.begin() as conn:
-                for b in bets:
-                    repo.record_intent(conn, b)
-
-        await asyncio.to_thread(intents)
-        outcomes = await asyncio.gather(
-            *(money.reserve(self.base.wallet, b.bet_id, b.player_id, b.amount_cents) for b in bets),
-            return_exceptions=True,
-        )
-        refused = [
-            b.bet_id
-            for b, o in zip(bets, outcomes, strict=True)
-            if isinstance(o, FailedPrecondition)
-        ]
-        errors = [o for o in outcomes if isinstance(o, BaseException)]
-        if not errors:
-            return
-        reserved = [b.bet_id for b, o in zip(bets, outcomes, strict=True) if o is None]
-
-        def undo() -> None:
-            with self.engine.begin() as conn:
-                for bet_id in refused:  # never held: no intent (no auto-void rule for it)
-                    repo.forget_intent(conn, bet_id)
-                repo.owe(conn, {bet_id: repo.VOID for bet_id in reserved})
-
-        if refused:
-            await asyncio.to_thread(undo)
-            if reserved:
-                await self.base.run_owed(round_id)
-        raise errors[0]
 
     async def _commit(
         self,
@@ -524,52 +470,68 @@ class UthTables:
         *,
         new_row: repo.RoundRow | None = None,
     ) -> None:
+        await self._commit_parts(t, [(batch, request)], new_row=new_row)
+
+    async def _commit_parts(
+        self,
+        t: LiveTable,
+        parts: list[tuple[uth_records.Batch, Request | None]],
+        *,
+        new_row: repo.RoundRow | None = None,
+    ) -> None:
+        """ONE transaction: each part's events appended in order (with its request as the
+        causation), the bets placed, the wallet calls owed, the round row, the requests."""
         assert t.book is not None
-        round_id, version, msgs = t.book.round_id, t.version, batch.msgs
+        round_id, version = t.book.round_id, t.version
+        status = next((b.status for b, _ in reversed(parts) if b.status is not None), None)
+        new_version = version + sum(len(b.msgs) for b, _ in parts)
 
         def write(conn: Connection) -> None:
-            cause = request[1] if request else ""
-            self.store.append(conn, casino_stream(round_id), version, msgs, causation_id=cause)
+            at = version
+            for batch, request in parts:
+                cause = request[1] if request else ""
+                self.store.append(conn, casino_stream(round_id), at, batch.msgs, causation_id=cause)
+                at += len(batch.msgs)
             if new_row is not None:
                 repo.insert_round(conn, new_row)
-            repo.mark_placed(conn, [b.bet_id for b in batch.new_bets])
-            owed = dict(batch.ops)
-            if batch.status == repo.VOIDED:
+            repo.mark_placed(conn, [b.bet_id for batch, _ in parts for b in batch.new_bets])
+            owed = {op: how for batch, _ in parts for op, how in batch.ops.items()}
+            if status == repo.VOIDED:
                 owed = {b.bet_id: repo.VOID for b in repo.bets(conn, round_id)}
-            elif batch.status == repo.SETTLED:
+            elif status == repo.SETTLED:
                 for b in repo.bets(conn, round_id):
                     owed.setdefault(b.bet_id, repo.VOID)  # no result (an orphan): refunded
             repo.owe(conn, owed)
-            if batch.players:
-                repo.add_uth_players(conn, round_id, t.table_id, batch.players)
-            new_version = version + len(msgs)
-            repo.update_round(conn, round_id, stream_version=new_version, status=batch.status)
-            if request is not None:
-                who, rid, rpc = request
-                repo.insert_request(conn, who, rid, repo.RequestRow(rpc, round_id, "OK", ""))
+            if players := [p for batch, _ in parts for p in batch.players]:
+                repo.add_uth_players(conn, round_id, t.table_id, players)
+            repo.update_round(conn, round_id, stream_version=new_version, status=status)
+            for _, request in parts:
+                if request is not None:
+                    who, rid, rpc = request
+                    repo.insert_request(conn, who, rid, repo.RequestRow(rpc, round_id, "OK", ""))
 
         await self.base._tx(write, round_id)
-        t.version = version + len(msgs)
-        if batch.status is not None and t.row is not None:
-            t.row = dataclasses.replace(t.row, status=batch.status)
+        t.version = new_version
+        if status is not None and t.row is not None:
+            t.row = dataclasses.replace(t.row, status=status)
         game = uth_records.GAME
         m = self.base.metrics
-        m.handle.labels(game).inc(batch.staked)  # UTH: counted once the stakes are final
-        m.returned.labels(game).inc(batch.returned)
-        if batch.status == repo.SETTLED and batch.settled_seats:
-            self.base.metrics.settled.labels(game).inc()
-        elif batch.status == repo.VOIDED:
-            self.base.metrics.voided.labels(game).inc()
+        for batch, _ in parts:
+            m.handle.labels(game).inc(batch.staked)  # UTH: counted once the stakes are final
+            m.returned.labels(game).inc(batch.returned)
+        if status == repo.SETTLED and any(b.settled_seats for b, _ in parts):
+            m.settled.labels(game).inc()
+        elif status == repo.VOIDED:
+            m.voided.labels(game).inc()
         t.notify()
-        if batch.status is not None:
+        if status is not None:
             t.kick.set()
-        if batch.status is not None:
             # a whole table's settlement: the owed calls run outside the table's lock (they
             # are stored; the background loop retries what fails)
             task = asyncio.create_task(self.base.run_owed(round_id), name=f"uth-owed-{round_id}")
             self._owed_tasks.add(task)
             task.add_done_callback(self._owed_tasks.discard)
-        elif batch.ops:
+        elif any(b.ops for b, _ in parts):
             await self.base.run_owed(round_id)  # UNDO / CLEAR: done when the call answers
 
 
