@@ -36,6 +36,7 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 from google.rpc import status_pb2
 from grpc_status import rpc_status
+from sqlalchemy import exc as sa_exc
 
 from electric_platform.context import request_id
 
@@ -206,11 +207,37 @@ def service_error_for(error: BaseException) -> ServiceError:
         if error.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
             return Unavailable("a service this call depends on is unavailable; retry later")
         return ServiceError(_internal_message(), code=grpc.StatusCode.INTERNAL)
+    if database_unavailable(error):
+        return Unavailable("the database is unavailable; retry later")
     code = status_for(error)
     if code is grpc.StatusCode.INTERNAL:
         return ServiceError(_internal_message(), code=code)
     generic = _GENERIC_MESSAGES.get(code) if isinstance(error, OverflowError) else None
     return ServiceError(generic or str(error) or code.name.lower(), code=code)
+
+
+#: PostgreSQL SQLSTATE classes of a server that is away: 08 connection exception, 57P
+#: operator intervention (admin or crash shutdown, cannot connect now: a restart).
+_AWAY_SQLSTATES = ("08", "57P")
+
+
+def database_unavailable(error: BaseException) -> bool:
+    """``error`` says the database is down, restarting or busy, not that the call was wrong:
+    the caller may retry the same request (found by the chaos run's database restarts,
+    which clients saw as INTERNAL)."""
+    if isinstance(error, sa_exc.TimeoutError):  # no pooled connection in time
+        return True
+    if not isinstance(error, sa_exc.DBAPIError):
+        return False
+    if error.connection_invalidated:
+        return True
+    orig = error.orig
+    state = getattr(orig, "sqlstate", None)
+    if isinstance(state, str):
+        return state.startswith(_AWAY_SQLSTATES)
+    if type(orig).__module__.startswith("psycopg"):  # refused before any server answer
+        return isinstance(error, sa_exc.OperationalError)
+    return getattr(orig, "sqlite_errorname", "") in ("SQLITE_BUSY", "SQLITE_LOCKED")
 
 
 def _internal_message() -> str:
