@@ -448,6 +448,22 @@ def _lookup(
     return var.default.format(**fmt)
 
 
+def env_ms(name: str, default: int, environ: Mapping[str, str] | None = None) -> int:
+    """A duration knob in milliseconds from the environment (``default`` when unset or
+    blank); a value that is not a non-negative integer raises ValueError naming ``name``."""
+    env = os.environ if environ is None else environ
+    text = env.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"{name}={text!r} is not a whole number of milliseconds") from None
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
+    return value
+
+
 def _int(var: EnvVar, text: str, *, minimum: int) -> int:
     try:
         value = int(text)

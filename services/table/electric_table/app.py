@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 
 from electric.table.v1 import table_pb2, table_pb2_grpc
+from electric_platform.config import env_ms
 from electric_platform.eventmetrics import watch_consumers
 from electric_platform.eventpath import open_event_path
 from electric_platform.server import ServiceHost
@@ -51,14 +52,7 @@ OWNERSHIPS: dict[int, PartitionOwnership] = {}
 
 def hand_pause_ms(environ: Mapping[str, str] | None = None) -> int:
     """``ELECTRIC_TABLE_HAND_PAUSE_MS``: pause between hands (default 500 ms)."""
-    env = os.environ if environ is None else environ
-    text = env.get(HAND_PAUSE_ENV, "").strip()
-    if not text:
-        return DEFAULT_HAND_PAUSE_MS
-    value = int(text)
-    if value < 0:
-        raise ValueError(f"{HAND_PAUSE_ENV} must be >= 0, got {value}")
-    return value
+    return env_ms(HAND_PAUSE_ENV, DEFAULT_HAND_PAUSE_MS, environ)
 
 
 #: How long WatchTable waits for a table being started before NOT_FOUND (milliseconds).
@@ -67,14 +61,8 @@ WATCH_START_WAIT_ENV = "ELECTRIC_TABLE_WATCH_START_WAIT_MS"
 
 def watch_start_wait_s(environ: Mapping[str, str] | None = None) -> float:
     """``ELECTRIC_TABLE_WATCH_START_WAIT_MS`` in seconds (default 10 s)."""
-    env = os.environ if environ is None else environ
-    text = env.get(WATCH_START_WAIT_ENV, "").strip()
-    if not text:
-        return DEFAULT_WATCH_START_WAIT_S
-    value = int(text)
-    if value < 0:
-        raise ValueError(f"{WATCH_START_WAIT_ENV} must be >= 0, got {value}")
-    return value / 1000
+    default = round(DEFAULT_WATCH_START_WAIT_S * 1000)
+    return env_ms(WATCH_START_WAIT_ENV, default, environ) / 1000
 
 
 #: How long a finished table stays in memory before it is released (milliseconds).
@@ -83,14 +71,7 @@ FINISHED_RETENTION_ENV = "ELECTRIC_TABLE_FINISHED_RETENTION_MS"
 
 def finished_retention_s(environ: Mapping[str, str] | None = None) -> float:
     """``ELECTRIC_TABLE_FINISHED_RETENTION_MS`` in seconds (default 60 s)."""
-    env = os.environ if environ is None else environ
-    text = env.get(FINISHED_RETENTION_ENV, "").strip()
-    if not text:
-        return FINISHED_RETENTION_S
-    value = int(text)
-    if value < 0:
-        raise ValueError(f"{FINISHED_RETENTION_ENV} must be >= 0, got {value}")
-    return value / 1000
+    return env_ms(FINISHED_RETENTION_ENV, round(FINISHED_RETENTION_S * 1000), environ) / 1000
 
 
 #: Whether this instance hosts the casino (THB rounds, UTH live tables): ``on`` (default) or

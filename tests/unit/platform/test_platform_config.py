@@ -8,6 +8,7 @@ from electric_platform.config import (
     SERVICES,
     ConfigError,
     all_env_var_names,
+    env_ms,
     load_config,
 )
 
@@ -120,3 +121,14 @@ def test_database_url_password_is_masked_by_sqlalchemy() -> None:
     assert shown == "postgresql+psycopg://electric:***@127.0.0.1:5432/w"
     sqlite = load_config("wallet", {"ELECTRIC_VAR_DIR": "/data"}).describe()["database_url"]
     assert sqlite == "sqlite+pysqlite:////data/wallet.db"
+
+
+def test_env_ms_reads_a_duration_knob_or_refuses_it_by_name() -> None:
+    assert env_ms("X_MS", 500, {}) == 500
+    assert env_ms("X_MS", 500, {"X_MS": "  "}) == 500
+    assert env_ms("X_MS", 500, {"X_MS": "0"}) == 0
+    assert env_ms("X_MS", 500, {"X_MS": " 1200 "}) == 1200
+    for bad, says in (("-1", "must be >= 0"), ("1.5", "whole number"), ("soon", "whole number")):
+        with pytest.raises(ValueError, match=says) as info:
+            env_ms("X_MS", 500, {"X_MS": bad})
+        assert "X_MS" in str(info.value)

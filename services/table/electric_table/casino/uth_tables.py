@@ -27,7 +27,6 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-import os
 import re
 import uuid
 from collections.abc import Callable
@@ -40,6 +39,7 @@ from electric_domain.casino.common.errors import Rejected
 from electric_domain.casino.common.game_number import next_game_number
 from electric_domain.casino.uth.round import BETTING, UthRound
 from electric_platform import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
+from electric_platform.config import env_ms
 from sqlalchemy import Connection
 
 from electric_table.casino import repo, uth_records
@@ -67,10 +67,9 @@ Request = tuple[str, str, str]
 
 def uth_config(config: CasinoConfig, environ: dict[str, str] | None = None) -> CasinoConfig:
     """``config`` with the UTH windows overridden from the environment."""
-    env = dict(os.environ) if environ is None else environ
     u = config.uth
     green, yellow, decision = (
-        int(env[var]) if env.get(var, "").strip() else default
+        env_ms(var, default, environ)
         for var, default in (
             (GREEN_ENV, u.green_ms),
             (YELLOW_ENV, u.yellow_ms),
@@ -84,9 +83,7 @@ def uth_config(config: CasinoConfig, environ: dict[str, str] | None = None) -> C
 
 
 def pause_ms(environ: dict[str, str] | None = None) -> int:
-    env = dict(os.environ) if environ is None else environ
-    text = env.get(PAUSE_ENV, "").strip()
-    return int(text) if text else DEFAULT_PAUSE_MS
+    return env_ms(PAUSE_ENV, DEFAULT_PAUSE_MS, environ)
 
 
 @dataclass
