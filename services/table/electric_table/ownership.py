@@ -90,6 +90,9 @@ class PartitionOwnership:
         self._owner = owner
         self.partitions = partitions
         self.assigned: set[int] = set()
+        #: Assigned partitions whose tables are not all loaded yet (the database failed
+        #: during the assignment): the sweep retries them until they are.
+        self.unloaded: set[int] = set()
         self._live_ids = live_ids
 
     @property
@@ -128,22 +131,47 @@ class PartitionOwnership:
 
     async def on_assigned(self, partitions: Iterable[int]) -> int:
         """Own the tables of ``partitions``: rebuild every unfinished one (taking its
-        epoch) and resume its driver. Returns how many were loaded."""
+        epoch) and resume its driver. Returns how many were loaded. When the database
+        fails meanwhile, the partitions stay in ``unloaded`` and the sweep finishes them
+        (a rebalance callback that raised would leave them undriven until the next one)."""
         new = set(partitions) - self.assigned
         self.assigned |= new
-        ids = await (self._live_ids() if self._live_ids else self._stored_live_ids())
-        loaded = 0
-        for table_id in ids:
-            mine = partition_for(table_id, self.partitions) in new
-            if mine and await self.manager.load(table_id) is not None:
-                loaded += 1
+        self.unloaded |= new
+        loaded = await self._load_unloaded()
         log.info("table.partitions_assigned", extra={"partitions": sorted(new), "tables": loaded})
+        return loaded
+
+    async def _load_unloaded(self) -> int:
+        """Load every unfinished table of the ``unloaded`` partitions; the partitions of a
+        table that failed to load stay for the next sweep."""
+        if not self.unloaded:
+            return 0
+        todo, loaded, failed = set(self.unloaded), 0, set()
+        try:
+            ids = await (self._live_ids() if self._live_ids else self._stored_live_ids())
+        except Exception as exc:
+            log.warning("table.assign_load_failed", extra={"error": str(exc), "tables": 0})
+            return 0
+        for table_id in ids:
+            part = partition_for(table_id, self.partitions)
+            if part not in todo or table_id in self.manager.tables:
+                continue
+            try:
+                if await self.manager.load(table_id) is not None:
+                    loaded += 1
+            except Exception as exc:
+                failed.add(part)
+                log.warning(
+                    "table.assign_load_failed", extra={"error": str(exc), "table_id": table_id}
+                )
+        self.unloaded -= todo - failed
         return loaded
 
     async def on_revoked(self, partitions: Iterable[int]) -> int:
         """Stop owning the tables of ``partitions``: stop their drivers and drop them."""
         gone = set(partitions) & self.assigned
         self.assigned -= gone
+        self.unloaded -= gone
         dropped = 0
         for table_id in list(self.manager.tables):
             if partition_for(table_id, self.partitions) in gone:
@@ -162,8 +190,8 @@ class PartitionOwnership:
         resumed stale instance never takes a table back by sweeping."""
         if not self.assigned:
             return 0
+        loaded = await self._load_unloaded()
         ids = await asyncio.to_thread(self._untaken_live_ids)
-        loaded = 0
         for table_id in ids:
             if not self.owns(table_id) or table_id in self.manager.tables:
                 continue
@@ -176,7 +204,10 @@ class PartitionOwnership:
     async def sweep_forever(self, stopping: asyncio.Event, interval_s: float = 1.0) -> None:
         """:meth:`sweep` every ``interval_s`` until ``stopping`` (a background task)."""
         while not stopping.is_set():
-            await self.sweep()
+            try:
+                await self.sweep()
+            except Exception as exc:  # the database is away: the next sweep retries
+                log.warning("table.sweep_failed", extra={"error": str(exc)})
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stopping.wait(), timeout=interval_s)
 

@@ -158,3 +158,47 @@ def test_the_rebalance_listener_passes_only_the_registration_partitions() -> Non
     asyncio.run(listener.on_partitions_assigned(tps))
     asyncio.run(listener.on_partitions_revoked(tps[:2]))
     assert calls == [("assigned", [0, 3]), ("revoked", [3])]
+
+
+async def _assignment_while_the_database_is_away(engine: Engine) -> None:
+    stopping = asyncio.Event()
+    inst = Instance(engine, "instance-a", stopping)
+    table_id = "owed-1"
+    _create_table(engine, inst.store, table_id)
+    part = partition_for(table_id, PARTS)
+    # Its first owner took it (a fence row: the sweep of untaken tables skips it) and died.
+    gone = Instance(engine, "instance-gone", stopping)
+    assert await gone.ownership.on_assigned([part]) == 1
+    await gone.manager.disown(table_id)
+    real_load = inst.manager.load
+    failing = {"n": 2}
+
+    async def flaky_load(tid: str) -> object:
+        if failing["n"] > 0:
+            failing["n"] -= 1
+            raise OSError("connection refused")
+        return await real_load(tid)
+
+    inst.manager.load = flaky_load  # type: ignore[method-assign]
+    assert await inst.ownership.on_assigned([part]) == 0  # did not raise into the group
+    assert inst.ownership.unloaded == {part} and table_id not in inst.manager.tables
+    assert await inst.ownership.sweep() == 0  # still away: still owed
+    assert inst.ownership.unloaded == {part}
+    assert await inst.ownership.sweep() == 1  # back: the owed partition is loaded
+    assert inst.ownership.unloaded == set() and table_id in inst.manager.tables
+    assert await inst.ownership.on_revoked([part]) == 1
+    stopping.set()
+    await inst.manager.close()
+
+
+def test_an_assignment_the_database_failed_is_finished_by_the_sweep(
+    backend_engine: Engine,
+) -> None:
+    migrate(backend_engine)
+    upgrade(
+        backend_engine,
+        versions_dir=VERSIONS_DIR,
+        version_table="alembic_version_table",
+        target_metadata=metadata,
+    )
+    asyncio.run(_assignment_while_the_database_is_away(backend_engine))
