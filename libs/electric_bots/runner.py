@@ -187,10 +187,13 @@ class BotRunner:
     async def run(self) -> BotStats:
         """Play; returns the statistics once every bot has finished."""
         cfg = self.config
+        # Registration and wallet instances are interchangeable: a target naming several
+        # spreads the calls over them; the table channel sticks to one (it forwards).
+        spread = [("grpc.lb_policy_name", "round_robin")]
         channels = Channels(
-            registration=grpc.aio.insecure_channel(cfg.targets.registration),
+            registration=grpc.aio.insecure_channel(cfg.targets.registration, options=spread),
             table=grpc.aio.insecure_channel(cfg.targets.table),
-            wallet=grpc.aio.insecure_channel(cfg.targets.wallet),
+            wallet=grpc.aio.insecure_channel(cfg.targets.wallet, options=spread),
         )
         operator = TokenSource(cfg.key, cfg.operator, Role.OPERATOR)
         try:

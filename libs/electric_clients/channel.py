@@ -50,6 +50,12 @@ def service_config(
 
 def retrying_channel(target: str, config: str) -> grpc.aio.Channel:
     """An insecure (loopback) aio channel to ``target`` with the :func:`service_config`
-    ``config``."""
-    options = [("grpc.enable_retries", 1), ("grpc.service_config", config)]
+    ``config``. Calls are spread round-robin over the addresses ``target`` names (e.g.
+    ``ipv4:127.0.0.1:50053,127.0.0.1:50063``: several instances of a stateless service,
+    issue 17); a one-address target behaves as before."""
+    options = [
+        ("grpc.enable_retries", 1),
+        ("grpc.service_config", config),
+        ("grpc.lb_policy_name", "round_robin"),
+    ]
     return grpc.aio.insecure_channel(target, options=options)

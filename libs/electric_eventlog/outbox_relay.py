@@ -207,6 +207,35 @@ class OutboxRelay:
             total += count
         return total
 
+    async def final_drain(self) -> int:
+        """:meth:`drain` at shutdown, only if no other instance is the active relay.
+
+        On PostgreSQL the drain takes the relay's advisory lock without waiting; when
+        another instance of the service holds it, that relay publishes the remaining rows
+        and this one publishes nothing (two relays publishing the same rows at once would
+        send duplicates, in an order neither chose). SQLite: one process, plain drain."""
+        if self.engine.dialect.name != "postgresql":
+            return await self.drain()
+        conn = await asyncio.to_thread(self._try_leadership)
+        if conn is None:
+            log.info("relay.final_drain_skipped", extra={"topic": self.topic})
+            return 0
+        try:
+            return await self.drain()
+        finally:
+            await asyncio.to_thread(self._release_leadership, conn)
+
+    def _try_leadership(self) -> Connection | None:
+        conn = self.engine.connect()
+        got = conn.execute(
+            text("SELECT pg_try_advisory_lock(:k)"), {"k": _lock_key(self.topic)}
+        ).scalar()
+        conn.commit()
+        if got:
+            return conn
+        conn.close()
+        return None
+
     async def run(self, stop: asyncio.Event) -> None:
         """Publish continuously until ``stop`` is set.
 

@@ -155,7 +155,7 @@ async def open_event_path(
         sent_retention=timedelta(hours=keep) if cfg.uses_kafka and keep > 0 else None,
     )
     host.add_background("outbox-relay", lambda: relay.run(host.stopping), restart=True)
-    host.on_shutdown(relay.drain)
+    host.on_shutdown(relay.final_drain)  # skipped while another instance relays
     register_outbox_metrics(host, engine, store.topic, relay)
     path = EventPath(engine=engine, store=store, bus=bus, relay=relay, instance_id=instance_id)
     if announce:

@@ -63,6 +63,7 @@ def sync_tiers(engine: Engine, config: TournamentConfig) -> None:
         for i, tier in enumerate(config.buy_ins)
     ]
     with engine.begin() as conn:
+        tiers.seed_lock(conn)  # several instances may start together
         tiers.sync(conn, wanted)
 
 

@@ -1,7 +1,9 @@
 """Issue 17 end to end: the table service as THREE processes (``ELECTRIC_TABLE_OWNERSHIP=
-partitions``) on one table database, with registration, wallet and payout as processes, on
-PostgreSQL and Kafka; bots play Electric Poker over gRPC through one channel naming the
-three instances (any instance forwards a call to the table's owner).
+partitions``) on one table database, with TWO processes each of registration, wallet and
+payout (each pair on one database, one consumer group), on PostgreSQL and Kafka; bots play
+Electric Poker over gRPC through one channel naming the three table instances (any instance
+forwards a call to the table's owner) and round-robin channels naming both registration and
+both wallet instances; registration and payout call both wallet instances the same way.
 
 * mid-play, the instance owning the most running tables is killed with SIGKILL; the time
   from the kill to the next event appended to each of its tables is measured and must stay
@@ -11,7 +13,10 @@ three instances (any instance forwards a call to the table's owner).
 * every tournament finishes (one TournamentFinished), every stream is intact (contiguous
   versions, action numbers 1..n per hand, no request applied twice), the Acts the bots got
   an OK for are exactly the stored player actions (none lost, none repeated), and payout
-  credits each winner of each tournament exactly once, the prizes adding up to the pool.
+  credits each winner of each tournament exactly once, the prizes adding up to the pool;
+* both instances of registration and wallet served calls; the wallet's ledger balances
+  (the posted amounts of all accounts sum to zero) and its projections are the fold of
+  its events.
 
 Size: ``ELECTRIC_E2E_SCALE_TOURNAMENTS`` (default 4) and ``ELECTRIC_E2E_SCALE_BOTS``
 (default 12); ``make e2e-scale`` runs the issue's 50 tournaments.
@@ -55,15 +60,24 @@ PLAY_BUDGET_S = 120.0 + 20.0 * TOURNAMENTS
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(int(PLAY_BUDGET_S) + 300)]
 
 OTHERS = ("registration", "wallet", "payout")
+#: Instances of each of OTHERS (issue 17, item 5): ``<service>-1`` … on one database.
+TWINS = int(os.environ.get("ELECTRIC_E2E_SCALE_TWINS", "2"))
 
 
 class Platform:
     """Registration, wallet and payout processes plus the table fleet."""
 
     def __init__(self, procs: dict[str, Proc], fleet: TableFleet, namespace: str) -> None:
-        self.procs = procs
+        self.procs = procs  # "<service>-<k>" -> its k-th instance
         self.fleet = fleet
         self.namespace = namespace
+
+    def instances(self, service: str) -> list[Proc]:
+        return [p for k, p in self.procs.items() if k.rsplit("-", 1)[0] == service]
+
+    def target(self, service: str) -> str:
+        """One gRPC target naming every instance of ``service`` (callers spread round-robin)."""
+        return "ipv4:" + ",".join(p.target for p in self.instances(service))
 
     def logs(self) -> str:
         others = "\n".join(f"--- {n}\n{p.log()[-3000:]}" for n, p in self.procs.items())
@@ -78,15 +92,14 @@ def platform(postgres_url: str, kafka_bootstrap: str, tmp_path: Path) -> Iterato
 
     ns = f"e2e-scale-{uuid.uuid4().hex[:10]}"
     with ExitStack() as stack:
-        procs = {
-            n: Proc(
-                n,
-                stack.enter_context(fresh_database(postgres_url, prefix=f"e2e_scale_{n}")),
-                free_port(),
-                free_port(),
-                tmp_path / f"{n}.log",
-            )
+        dbs = {
+            n: stack.enter_context(fresh_database(postgres_url, prefix=f"e2e_scale_{n}"))
             for n in OTHERS
+        }
+        procs = {
+            f"{n}-{k}": Proc(n, dbs[n], free_port(), free_port(), tmp_path / f"{n}-{k}.log")
+            for n in OTHERS
+            for k in range(1, TWINS + 1)
         }
         table_db = stack.enter_context(fresh_database(postgres_url, prefix="e2e_scale_table"))
         env = {
@@ -98,7 +111,11 @@ def platform(postgres_url: str, kafka_bootstrap: str, tmp_path: Path) -> Iterato
             "ELECTRIC_SHUTDOWN_GRACE_SECONDS": "5",
             "ELECTRIC_VAR_DIR": str(tmp_path / "var"),
             "ELECTRIC_TABLE_HAND_PAUSE_MS": "0",
-            **{f"ELECTRIC_{n.upper()}_TARGET": p.target for n, p in procs.items()},
+            **{
+                f"ELECTRIC_{n.upper()}_TARGET": "ipv4:"
+                + ",".join(p.target for p in procs.values() if p.name == n)
+                for n in OTHERS
+            },
         }
         fleet = TableFleet(table_db, env, tmp_path)
         try:
@@ -116,7 +133,8 @@ def platform(postgres_url: str, kafka_bootstrap: str, tmp_path: Path) -> Iterato
                         stdout=log,
                         stderr=subprocess.STDOUT,
                     )
-            for _ in range(3):  # started together: their migrations race (advisory lock)
+            # All started together: migrations and start-up seeding race (advisory locks).
+            for _ in range(3):
                 fleet.add()
             deadline = time.monotonic() + 120
             for p in procs.values():
@@ -180,6 +198,41 @@ async def _kill_the_busiest(plat: Platform, probe: StoreProbe) -> tuple[Member, 
     return victim, latency
 
 
+def _calls_started(proc: Proc) -> int:
+    """gRPC calls the instance started (``grpc_server_started_total``, health checks
+    excluded), read from its metrics endpoint."""
+    import urllib.request
+
+    url = f"http://127.0.0.1:{proc.metrics_port}/metrics"
+    with urllib.request.urlopen(url, timeout=10) as resp:  # loopback only
+        text = resp.read().decode()
+    return int(
+        sum(
+            float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines()
+            if line.startswith("grpc_server_started_total{") and "grpc.health" not in line
+        )
+    )
+
+
+def _check_ledger(wallet_db: str) -> None:
+    """The wallet's books after two instances wrote them: double entry (the posted amounts of
+    all accounts sum to zero) and projections equal to the fold of its events."""
+    import sqlalchemy as sa
+    from electric_eventlog import create_engine
+    from electric_wallet.store import tables as wt
+    from electric_wallet.store.projections import rebuild_and_compare
+
+    engine = create_engine(wallet_db)
+    try:
+        with engine.connect() as conn:
+            total = conn.execute(sa.select(sa.func.sum(wt.accounts.c.posted))).scalar()
+        assert total == 0, f"the ledger does not balance: {total}"
+        assert rebuild_and_compare(engine, EventStore(engine, producer="wallet")) == []
+    finally:
+        engine.dispose()
+
+
 async def _topic(bootstrap: str, namespace: str, topic: str) -> list[Envelope]:
     bus = KafkaBus(bootstrap, client_id=f"e2e-scale-{uuid.uuid4().hex[:6]}", namespace=namespace)
     out = []
@@ -231,9 +284,9 @@ async def test_three_instances_survive_a_kill_and_a_join(
     runner = BotRunner(
         BotRunnerConfig(
             targets=Targets(
-                registration=plat.procs["registration"].target,
+                registration=plat.target("registration"),  # both, round-robin
                 table=fleet.target(),  # the three instances; the client picks one
-                wallet=plat.procs["wallet"].target,
+                wallet=plat.target("wallet"),
             ),
             key=ISSUER_KEY,
             bots=BOTS,
@@ -309,6 +362,16 @@ async def test_three_instances_survive_a_kill_and_a_join(
         f"unacknowledged {len(set(stored_requests) - stats.acked_acts)}"
     )
     await _check_paid_once(kafka_bootstrap, plat.namespace, finished)
+    served = {k: _calls_started(p) for k, p in plat.procs.items()}
+    for service in ("registration", "wallet"):
+        assert all(served[f"{service}-{k}"] > 0 for k in range(1, TWINS + 1)), served
+    _check_ledger(plat.instances("wallet")[0].db_url)
+    owed = {
+        k: p.log_path.read_text(errors="replace").count('"owed_work.done"')
+        for k, p in plat.procs.items()
+        if not k.startswith("wallet")
+    }
+    print(f"gRPC calls served per instance: {served}; owed wallet calls done: {owed}")
     print(
         f"{len(finished)} tournaments in {played:.0f}s on 3 (+1) table instances; "
         f"actions {stats.actions}, stale {stats.stale_commands}, resubscribes "

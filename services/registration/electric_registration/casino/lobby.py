@@ -39,6 +39,7 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
 from electric_registration.casino import repo
+from electric_registration.store.tiers import seed_lock
 
 #: A join racing another for the same seat or table number (a unique index refuses the
 #: loser) is retried this many times, after a short jittered pause.
@@ -86,6 +87,7 @@ class CasinoLobby:
         """Open the shared UTH tables ``uth-1`` … ``uth-<uth_tables>`` that are missing."""
         opened: list[str] = []
         with self.engine.begin() as conn:
+            seed_lock(conn)  # several registration instances may start together
             have = repo.tables(conn)
             for n in range(1, self.uth_tables + 1):
                 tid = table_id_for(CasinoGame.UTH, n)

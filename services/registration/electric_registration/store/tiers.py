@@ -6,9 +6,23 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from electric_domain.lobby import Tier
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, insert, select, text, update
 
 from electric_registration.store import tables as t
+
+#: Key of the advisory lock that serialises the start-up seeding of several registration
+#: instances (tiers, first open tables, casino tables) on one database.
+SEED_LOCK_KEY = 0x5E3D_7E61_2A17_0005
+
+
+def seed_lock(conn: Connection) -> None:
+    """Wait for and take the seeding lock inside ``conn``'s transaction (PostgreSQL; SQLite's
+    ``BEGIN IMMEDIATE`` already excludes other writers). Instances started together on a
+    fresh database would otherwise both insert the same tiers or UTH tables and one would
+    die on the primary key; under the lock the second finds them and inserts nothing.
+    Released at the end of the transaction."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": SEED_LOCK_KEY})
 
 
 def sync(conn: Connection, wanted: Sequence[Mapping[str, object]]) -> None:
