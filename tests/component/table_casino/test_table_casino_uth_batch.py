@@ -15,7 +15,7 @@ import pytest
 from electric.table.v1 import casino_events_pb2 as cev
 from electric.table.v1 import casino_pb2 as A
 from electric_table.casino.handlers import casino_stream
-from electric_table.casino.uth_batch import MAX_BATCH, PendingBet, take_batch
+from electric_table.casino.uth_batch import MAX_BATCH, Queued, take_batch
 
 from tests.support import wallet_kit
 from tests.support.table_casino_kit import TABLE, UthEnv, betting, seat, table_host, windows
@@ -30,8 +30,8 @@ async def wallet(tmp_path: Path) -> AsyncIterator[wallet_kit.Env]:
         yield w
 
 
-def item(player: str, action: str = "ante") -> PendingBet:
-    return PendingBet(player, action, 100, uuid.uuid4().hex)
+def item(player: str, action: str = "ante") -> Queued:
+    return Queued(player, action, 100, uuid.uuid4().hex)
 
 
 def test_a_pass_takes_one_placement_per_player_in_queue_order() -> None:
@@ -114,3 +114,43 @@ async def one_pass_story(tmp_path: Path, wallet: wallet_kit.Env, database_url: s
         held = {p: (await wallet_kit.balance(wallet, p)).reserved for p in players}
         assert held[bad] == 0 and held[broke] == 200  # ante + blind only
         assert all(held[p] == 300 for p in players if p not in (bad, broke))
+
+
+async def test_one_pass_carries_a_decision_window(tmp_path: Path, wallet: wallet_kit.Env) -> None:
+    """Decisions queue like placements: one pass, each with its own answer (a Play
+    reserves its bet; a stale round id or a player without a seat is refused alone)."""
+    players = [f"d{i:02d}" for i in range(8)]
+    for p in players:
+        await wallet_kit.deposit(wallet, p, 50_000)
+    timing = windows(1500, 200, 30_000, pause=5000)
+    async with table_host(tmp_path, wallet, timing) as env:
+        await seat(env, players)
+        round_id = (await env.wait(players[0], betting)).round_id
+        await asyncio.gather(*(env.bet(p, ANTE, 100) for p in players))
+        await env.wait(players[0], lambda v: v.phase == "preflop", timeout=30)
+        live = env.uth.tables[TABLE]
+        play, check = A.CASINO_DECISION_PLAY_4X, A.CASINO_DECISION_CHECK
+        calls = [(p, round_id, play if i % 2 else check) for i, p in enumerate(players)]
+        calls[-1] = (players[-1], "uth-r-" + "0" * 32, play)  # a round that is not live
+
+        async def decide(player: str, rid: str, decision: int) -> grpc.StatusCode:
+            try:
+                await env.decide(player, rid, decision)
+            except grpc.aio.AioRpcError as err:
+                return err.code()
+            return grpc.StatusCode.OK
+
+        passes = env.metric(PASSES)
+        async with live.lock:
+            tasks = [asyncio.create_task(decide(*c)) for c in calls]
+            while len(live.pending) < len(calls) - 1:  # the stale id fails before queueing
+                await asyncio.sleep(0.01)
+        codes = await asyncio.gather(*tasks)
+        assert env.metric(PASSES) == passes + 1
+        ok = grpc.StatusCode.OK
+        assert codes == [ok] * (len(players) - 1) + [grpc.StatusCode.NOT_FOUND]
+        made = [m for m in env.events(round_id) if isinstance(m, cev.CasinoDecisionMade)]
+        assert sorted(m.player_id for m in made) == sorted(players[:-1])
+        held = {p: (await wallet_kit.balance(wallet, p)).reserved for p in players}
+        for i, p in enumerate(players[:-1]):
+            assert held[p] == 200 + (400 if i % 2 else 0), (p, held[p])  # Play 4x the ante

@@ -51,7 +51,7 @@ async def test_a_failed_commit_and_reload_leave_no_unstored_decision(
         await env.wait("bob", lambda v: v.phase == "preflop")
 
         uth: Any = env.uth
-        commit, load = uth._commit, uth._load
+        commit, load = uth._commit_parts, uth._load
         fails = {"commit": 1, "load": 2}
 
         async def failing_commit(*args: Any, **kwargs: Any) -> None:
@@ -66,7 +66,7 @@ async def test_a_failed_commit_and_reload_leave_no_unstored_decision(
                 raise lost()
             return load(table_id)
 
-        uth._commit, uth._load = failing_commit, failing_load
+        uth._commit_parts, uth._load = failing_commit, failing_load
         with pytest.raises(grpc.aio.AioRpcError):
             await env.decide("bob", round_id, A.CASINO_DECISION_PLAY_4X)
 

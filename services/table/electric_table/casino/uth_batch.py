@@ -1,10 +1,11 @@
-"""Group commit of a live UTH table's PlaceBets (issue 13).
+"""Group commit of a live UTH table's PlaceBets and Decide (issue 13).
 
 A busy table's betting window is a burst: every seated player places an ante, trips, maybe
-a double, inside a few seconds. One placement at a time under the table's lock costs a
+a double, inside a few seconds; each decision window is another (a Play decision reserves
+its bet too). One placement at a time under the table's lock costs a
 request-id read, an intent transaction, a wallet call and an append each (about 85 ms on a
 loaded 2-core machine: a 2 s window took ~27 placements). Here the placements queued on a
-table are carried by ONE pass under the lock:
+table (placements and decisions alike) are carried by ONE pass under the lock:
 
 1. the request ids already answered are answered again (one read for the batch);
 2. the round catches up to ``now`` once; each placement runs on the live round in queue
@@ -35,7 +36,13 @@ from typing import TYPE_CHECKING
 import electric_domain.casino.uth.events as uth
 from electric_domain.casino.common.errors import Rejected, RejectReason
 from electric_domain.casino.uth.round import UthRound
-from electric_platform import Aborted, FailedPrecondition, ServiceError, Unavailable
+from electric_platform import (
+    Aborted,
+    FailedPrecondition,
+    PermissionDenied,
+    ServiceError,
+    Unavailable,
+)
 
 from electric_table.casino import money, repo, uth_records
 from electric_table.casino.handlers import refusal
@@ -49,14 +56,20 @@ MAX_BATCH = 64
 Request = tuple[str, str, str]
 
 
+PLACE_BETS, DECIDE = "PlaceBets", "Decide"
+
+
 @dataclass(eq=False)
-class PendingBet:
-    """One queued PlaceBets, answered by the pass that carries it."""
+class Queued:
+    """One queued PlaceBets (``action``: ante, trips, undo, double, repeat, clear) or Decide
+    (``action``: the decision, of round ``round_id``), answered by the pass that carries it."""
 
     player: str
     action: str
     amount: int
     request_id: str
+    rpc: str = PLACE_BETS
+    round_id: str = ""
     done: bool = False
     error: BaseException | None = None
 
@@ -65,10 +78,24 @@ class PendingBet:
 
     @property
     def request(self) -> Request:
-        return (self.player, self.request_id, "PlaceBets")
+        return (self.player, self.request_id, self.rpc)
 
 
-def bet_step(item: PendingBet, now: int) -> Callable[[UthRound], None]:
+def command_step(item: Queued, now: int) -> Callable[[UthRound], None]:
+    """The domain commands of one queued command on the live round."""
+    if item.rpc == DECIDE:
+
+        def decide(r: UthRound) -> None:
+            seat = next((i for i, s in enumerate(r.state.seats) if s.player == item.player), None)
+            if seat is None:
+                raise PermissionDenied(f"{item.player} has no seat in round {item.round_id}")
+            r.handle(uth.Decide(seat, item.action, now))
+
+        return decide
+    return bet_step(item, now)
+
+
+def bet_step(item: Queued, now: int) -> Callable[[UthRound], None]:
     """The domain commands of one betting action on the live round."""
 
     def step(r: UthRound) -> None:
@@ -93,9 +120,9 @@ def bet_step(item: PendingBet, now: int) -> Callable[[UthRound], None]:
     return step
 
 
-def take_batch(pending: list[PendingBet]) -> list[PendingBet]:
+def take_batch(pending: list[Queued]) -> list[Queued]:
     """The next pass's placements, removed from ``pending`` (module doc for the rules)."""
-    batch: list[PendingBet] = []
+    batch: list[Queued] = []
     players: set[str] = set()
     for item in pending:
         if len(batch) >= MAX_BATCH:
@@ -166,7 +193,7 @@ class BetBatches:
     def __init__(self, tables: UthTables) -> None:
         self.tables = tables
 
-    async def place(self, t: LiveTable, item: PendingBet) -> None:
+    async def place(self, t: LiveTable, item: Queued) -> None:
         """Queue ``item``; whoever holds the lock next carries the queue (raises its error)."""
         t.pending.append(item)
         try:
@@ -182,7 +209,7 @@ class BetBatches:
         if item.error is not None:
             raise item.error
 
-    async def _carry(self, t: LiveTable, batch: list[PendingBet]) -> None:
+    async def _carry(self, t: LiveTable, batch: list[Queued]) -> None:
         try:
             await self._pass(t, batch)
         except asyncio.CancelledError:
@@ -196,7 +223,7 @@ class BetBatches:
                 if not item.done:
                     item.answer(exc)
 
-    async def _pass(self, t: LiveTable, batch: list[PendingBet]) -> None:
+    async def _pass(self, t: LiveTable, batch: list[Queued]) -> None:
         tables = self.tables
         tables.base.metrics.placements_per_pass.observe(len(batch))
         fresh = await asyncio.to_thread(self._unanswered, batch)
@@ -207,10 +234,16 @@ class BetBatches:
         if t.broken:
             raise FailedPrecondition(f"UTH table {t.table_id} is broken: {t.broken}")
         if t.round is None or t.book is None:
-            raise FailedPrecondition(f"no round is open at {t.table_id} yet; retry shortly")
+            closed = FailedPrecondition(f"no round is open at {t.table_id} yet; retry shortly")
+            over = [i for i in fresh if i.rpc == DECIDE]
+            for i in fresh:
+                i.answer(FailedPrecondition(f"round {i.round_id} is over") if i in over else closed)
+            if over:
+                await asyncio.to_thread(self._store_refusals, over, "")
+            return
         round_id = t.book.round_id
         try:
-            refused: list[PendingBet] = []
+            refused: list[Queued] = []
             seating = self._seat_newcomers(t, fresh, now, refused)
             start, book_before = len(t.round.history), copy.deepcopy(t.book)
             segments = self._run_steps(t, [i for i in fresh if not i.done], now, refused)
@@ -234,7 +267,7 @@ class BetBatches:
             item.answer()
 
     def _seat_newcomers(
-        self, t: LiveTable, items: list[PendingBet], now: int, refused: list[PendingBet]
+        self, t: LiveTable, items: list[Queued], now: int, refused: list[Queued]
     ) -> uth_records.Batch | None:
         """Seat the players who arrive with their placement, in queue order, before any bet:
         a seat stands even when its first bet is refused (a seat without bets is what a
@@ -242,7 +275,7 @@ class BetBatches:
         assert t.round is not None and t.book is not None
         start = len(t.round.history)
         for item in items:
-            if t.seat_of(item.player) is None:
+            if item.rpc == PLACE_BETS and t.seat_of(item.player) is None:
                 try:
                     t.round.handle(uth.TakeSeat(item.player, now))
                 except Rejected as rej:
@@ -252,19 +285,26 @@ class BetBatches:
         return t.book.translate(events) if events else None
 
     def _run_steps(
-        self, t: LiveTable, items: list[PendingBet], now: int, refused: list[PendingBet]
-    ) -> list[tuple[PendingBet, list[object]]]:
+        self, t: LiveTable, items: list[Queued], now: int, refused: list[Queued]
+    ) -> list[tuple[Queued, list[object]]]:
         """Each placement on the live round; a refused one is rolled back and answered."""
-        segments: list[tuple[PendingBet, list[object]]] = []
+        segments: list[tuple[Queued, list[object]]] = []
         for item in items:
-            assert t.round is not None
+            assert t.round is not None and t.book is not None
+            if item.rpc == DECIDE and (t.book.round_id != item.round_id or not t.live):
+                item.answer(FailedPrecondition(f"round {item.round_id} is over"))
+                refused.append(item)
+                continue
             start = len(t.round.history)
             try:
-                bet_step(item, now)(t.round)
-            except Rejected as rej:
+                command_step(item, now)(t.round)
+            except (Rejected, PermissionDenied) as exc:
                 if len(t.round.history) > start:
                     t.round = UthRound.replay(self.tables.config, t.round.history[:start])
-                item.answer(refusal(rej))
+                if isinstance(exc, PermissionDenied):  # no seat: answered, not stored
+                    item.answer(exc)
+                    continue
+                item.answer(refusal(exc))
                 refused.append(item)
                 continue
             segments.append((item, list(t.round.history[start:])))
@@ -273,11 +313,11 @@ class BetBatches:
     async def _reserve(
         self,
         t: LiveTable,
-        parts: list[tuple[PendingBet, uth_records.Batch]],
+        parts: list[tuple[Queued, uth_records.Batch]],
         start: int,
         book_before: uth_records.UthBook,
         now: int,
-    ) -> list[tuple[PendingBet, uth_records.Batch]]:
+    ) -> list[tuple[Queued, uth_records.Batch]]:
         """Reserve every new bet; what stands (module doc, step 4)."""
         assert t.round is not None and t.book is not None
         bets = [b for _, part in parts for b in part.new_bets]
@@ -298,12 +338,12 @@ class BetBatches:
         # Run the standing placements again on the round as it was before the pass.
         t.round = UthRound.replay(self.tables.config, t.round.history[:start])
         t.book = book_before
-        again: list[tuple[PendingBet, uth_records.Batch]] = []
+        again: list[tuple[Queued, uth_records.Batch]] = []
         for item, part in standing:
             first = len(t.round.history)
             try:
-                bet_step(item, now)(t.round)
-            except Rejected as rej:
+                command_step(item, now)(t.round)
+            except (Rejected, PermissionDenied) as rej:
                 raise Aborted(f"placement {item.request_id} changed on a re-run: {rej}") from rej
             redo = t.book.translate(t.round.history[first:], request_id=item.request_id)
             if [b.bet_id for b in redo.new_bets] != [b.bet_id for b in part.new_bets]:
@@ -311,12 +351,12 @@ class BetBatches:
             again.append((item, redo))
         return again
 
-    def _unanswered(self, batch: list[PendingBet]) -> list[PendingBet]:
+    def _unanswered(self, batch: list[Queued]) -> list[Queued]:
         """The placements never answered before; the others get their stored answer."""
         fresh = []
         for item in batch:
             try:
-                prior = self.tables.base._prior(item.player, item.request_id, "PlaceBets")
+                prior = self.tables.base._prior(item.player, item.request_id, item.rpc)
             except ServiceError as err:
                 item.answer(err)
                 continue
@@ -326,11 +366,20 @@ class BetBatches:
                 fresh.append(item)
         return fresh
 
-    def _store_refusals(self, refused: list[PendingBet], round_id: str) -> None:
+    def _store_refusals(self, refused: list[Queued], round_id: str) -> None:
         for item in refused:
             err = item.error
             assert isinstance(err, ServiceError)
-            self.tables.base._refuse(item.player, item.request_id, "PlaceBets", round_id, err)
+            rid = item.round_id or round_id
+            self.tables.base._refuse(item.player, item.request_id, item.rpc, rid, err)
 
 
-__all__ = ["MAX_BATCH", "BetBatches", "PendingBet", "bet_step", "take_batch"]
+__all__ = [
+    "DECIDE",
+    "MAX_BATCH",
+    "PLACE_BETS",
+    "BetBatches",
+    "Queued",
+    "command_step",
+    "take_batch",
+]

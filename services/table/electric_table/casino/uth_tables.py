@@ -45,8 +45,9 @@ from sqlalchemy import Connection
 from electric_table.casino import repo, uth_records
 from electric_table.casino.handlers import CasinoHandlers, casino_stream, refusal
 from electric_table.casino.uth_batch import (
+    DECIDE,
     BetBatches,
-    PendingBet,
+    Queued,
     reserve_bets,
     undo_reservations,
 )
@@ -100,7 +101,7 @@ class LiveTable:
     broken: str = ""
     task: asyncio.Task[None] | None = None
     #: PlaceBets waiting for the lock; the next holder carries them (``uth_batch``).
-    pending: list[PendingBet] = field(default_factory=list)
+    pending: list[Queued] = field(default_factory=list)
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -295,26 +296,15 @@ class UthTables:
         if not await asyncio.to_thread(self._seated, table_id, player):
             raise PermissionDenied(f"{player} has no seat at {table_id}: join the table first")
         t = await self.table(table_id)
-        await self.bets.place(t, PendingBet(player, action, amount, request_id))
+        await self.bets.place(t, Queued(player, action, amount, request_id))
         return t
 
     async def decide(self, player: str, round_id: str, action: str, request_id: str) -> LiveTable:
+        """A decision of ``player`` in ``round_id``, carried with the table's other queued
+        commands (``uth_batch``: a decision window is a burst too)."""
         t = await self._table_of(round_id)
-        async with t.lock:
-            if await asyncio.to_thread(self.base._prior, player, request_id, "Decide"):
-                return t
-            now = self.now_ms()
-            await self._tick(t, now)
-            req: Request = (player, request_id, "Decide")
-            if t.book is None or t.book.round_id != round_id or not t.live:
-                err = FailedPrecondition(f"round {round_id} is over")
-                refuse = self.base._refuse
-                await asyncio.to_thread(refuse, player, request_id, "Decide", round_id, err)
-                raise err
-            seat = t.seat_of(player)
-            if seat is None:
-                raise PermissionDenied(f"{player} has no seat in round {round_id}")
-            await self._run(t, lambda r: r.handle(uth.Decide(seat, action, now)), request=req)
+        item = Queued(player, action, 0, request_id, rpc=DECIDE, round_id=round_id)
+        await self.bets.place(t, item)
         return t
 
     async def void(self, operator: str, round_id: str, reason: str, request_id: str) -> None:
