@@ -8,6 +8,7 @@ bus) and production (Kafka) run the same code. Semantics every implementation ke
 * ``consume`` delivers each message of the topics to ``handler`` and commits the group's
   offset only after ``handler`` returned (at-least-once; a crash redelivers). A new group
   starts at offset zero. If ``handler`` raises, ``consume`` stops without committing.
+  ``consume_batches`` is the same with a handler of several messages of one partition.
 * ``read_topic`` yields a topic from offset zero to its current end (replay, audit).
 """
 
@@ -56,6 +57,8 @@ class ReceivedMessage:
 
 
 Handler = Callable[[ReceivedMessage], Awaitable[None]]
+#: Takes consecutive messages of one partition, in offset order.
+BatchHandler = Callable[[Sequence[ReceivedMessage]], Awaitable[None]]
 
 
 class EventBus(Protocol):
@@ -79,6 +82,19 @@ class EventBus(Protocol):
         stop: asyncio.Event,
     ) -> None:
         """Deliver messages of ``topics`` to ``handler`` until ``stop`` is set."""
+
+    async def consume_batches(
+        self,
+        topics: Sequence[str],
+        *,
+        group_id: str,
+        handler: BatchHandler,
+        stop: asyncio.Event,
+        max_batch: int = 500,
+    ) -> None:
+        """Like :meth:`consume`, but ``handler`` takes up to ``max_batch`` consecutive
+        messages of one partition at a time (what one poll returned); their offsets are
+        committed after it returned for all of them."""
 
     def read_topic(self, topic: str) -> AsyncIterator[ReceivedMessage]:
         """Every message of ``topic`` from offset zero up to its end at call time."""

@@ -13,6 +13,14 @@ Two levels:
   other types are then passed over by their ``event-type`` header, without a transaction
   and without a ledger entry); a typed handler may return a callable that runs after its
   transaction committed (e.g. to wake a stream or a worker).
+
+  With ``batch_size`` > 1 the worker takes a partition's polled messages at once
+  (``EventBus.consume_batches``): events of unhandled types are dropped by header, the rest
+  are applied up to ``batch_size`` per transaction (one multi-row applied-record insert,
+  then each effect in offset order, one commit), and the offsets are committed after that
+  transaction. If anything in a batch fails, the transaction rolls back and its messages
+  are applied one by one as above (retries, dead letters), so a poison event never takes
+  its neighbours down and nothing is applied twice.
 """
 
 from __future__ import annotations
@@ -71,6 +79,37 @@ class IdempotentConsumer:
         """
         return self._record(conn, envelope, APPLIED)
 
+    def apply_many(self, conn: Connection, envelopes: Sequence[Envelope]) -> list[bool]:
+        """:meth:`apply` for several envelopes with one INSERT: one flag per envelope, in
+        order (a second copy of an event within ``envelopes`` is ``False``)."""
+        if not envelopes:
+            return []
+        now = self._clock()
+        rows = [
+            {
+                "consumer": self.name,
+                "event_id": e.event_id,
+                "stream_id": e.stream_id,
+                "stream_version": e.stream_version,
+                "outcome": APPLIED,
+                "applied_at": now,
+            }
+            for e in envelopes
+        ]
+        # executemany with RETURNING: SQLAlchemy sends it as multi-row INSERTs (one round
+        # trip per ~1000 rows) and returns the ids actually inserted.
+        inserted = {
+            row[0]
+            for row in conn.execute(
+                self._insert(conn).returning(schema.applied.c.event_id), rows
+            ).all()
+        }
+        flags: list[bool] = []
+        for e in envelopes:
+            flags.append(e.event_id in inserted)
+            inserted.discard(e.event_id)  # a later copy in the same batch is a redelivery
+        return flags
+
     def is_applied(self, conn: Connection, event_id: str) -> bool:
         """Whether this consumer has recorded ``event_id`` (applied or dead-lettered)."""
         row = conn.execute(
@@ -123,18 +162,20 @@ class IdempotentConsumer:
             "outcome": outcome,
             "applied_at": self._clock(),
         }
+        # RETURNING, not rowcount: drivers may report -1 for INSERT ... ON CONFLICT.
+        inserted = conn.execute(self._insert(conn).returning(schema.applied.c.event_id), values)
+        return inserted.first() is not None
+
+    @staticmethod
+    def _insert(conn: Connection) -> Insert:
         # ON CONFLICT DO NOTHING: one round trip, and a concurrent duplicate waits for the
         # first transaction, then inserts nothing (or inserts, if the first rolled back).
         dialect = conn.dialect.name
         if dialect == "postgresql":
-            statement: Insert = pg_insert(schema.applied).on_conflict_do_nothing()
-        elif dialect == "sqlite":
-            statement = sqlite_insert(schema.applied).on_conflict_do_nothing()
-        else:  # pragma: no cover - only PostgreSQL and SQLite are supported
-            raise NotImplementedError(dialect)
-        # RETURNING, not rowcount: drivers may report -1 for INSERT ... ON CONFLICT.
-        inserted = conn.execute(statement.returning(schema.applied.c.event_id), values)
-        return inserted.first() is not None
+            return pg_insert(schema.applied).on_conflict_do_nothing()
+        if dialect == "sqlite":
+            return sqlite_insert(schema.applied).on_conflict_do_nothing()
+        raise NotImplementedError(dialect)  # pragma: no cover - only PostgreSQL and SQLite
 
 
 class _Stopped(Exception):
@@ -163,6 +204,7 @@ class ConsumerWorker:
         transient: Callable[[BaseException], bool] = is_transient,
         dedup_retention: timedelta | Literal["topic"] | None = "topic",
         purge_interval: float = 3600.0,
+        batch_size: int = 1,
     ) -> None:
         """``effect`` runs in a worker thread inside the transaction that records the event
         (or register typed handlers with :meth:`on` instead).
@@ -173,6 +215,9 @@ class ConsumerWorker:
         the bound is in docs/event-store.md, "Bounded de-duplication records"). The default
         ``"topic"`` derives it from the consumed topics' retention at start
         (:mod:`.dedup_retention`): none on a bus or topic that keeps messages forever.
+        ``batch_size``: events applied per transaction (1: one transaction per event; more:
+        see the module docstring; effects must then tolerate running together in one
+        transaction, and a failing batch is re-applied event by event).
         """
         self.engine = engine
         self.bus = bus
@@ -185,6 +230,7 @@ class ConsumerWorker:
         self.transient = transient
         self.dedup_retention = dedup_retention
         self.purge_interval = purge_interval
+        self.batch_size = batch_size
         self.purged = 0
         self.applied = 0
         self.skipped = 0
@@ -222,9 +268,14 @@ class ConsumerWorker:
             # _Stopped: stopped while retrying a transient failure; that message stays
             # uncommitted.
             with contextlib.suppress(_Stopped):
-                await self.bus.consume(
-                    self.topics, group_id=self.group_id, handler=self.handle, stop=stop
-                )
+                if self.batch_size > 1:
+                    await self.bus.consume_batches(
+                        self.topics, group_id=self.group_id, handler=self.handle_batch, stop=stop
+                    )
+                else:
+                    await self.bus.consume(
+                        self.topics, group_id=self.group_id, handler=self.handle, stop=stop
+                    )
         finally:
             if purging is not None:
                 purging.cancel()
@@ -319,6 +370,64 @@ class ConsumerWorker:
             attempts = retrying.statistics.get("attempt_number", self.max_attempts)
             await self._dead_letter(message, envelope, reason, attempts=int(attempts))
             return
+        self._applied_one(envelope, applied, after)
+
+    async def handle_batch(self, messages: Sequence[ReceivedMessage]) -> None:
+        """Apply consecutive messages of one partition, ``batch_size`` per transaction."""
+        wanted: list[ReceivedMessage] = []
+        for message in messages:
+            if self._typed and message.header("event-type") not in self._wanted:
+                self.ignored += 1  # dropped by header: no decode, no transaction
+            else:
+                wanted.append(message)
+        for start in range(0, len(wanted), self.batch_size):
+            await self._handle_chunk(wanted[start : start + self.batch_size])
+
+    async def _handle_chunk(self, chunk: Sequence[ReceivedMessage]) -> None:
+        if len(chunk) == 1:
+            await self.handle(chunk[0])
+            return
+        try:
+            envelopes = [decode_envelope(m) for m in chunk]
+            results = await asyncio.to_thread(self._apply_batch_in_tx, envelopes)
+        except Exception as exc:
+            # Rolled back: apply one by one, with the retries and dead letters of handle().
+            log.warning(
+                "consumer.batch_failed",
+                extra={
+                    "consumer": self.consumer.name,
+                    "messages": len(chunk),
+                    "error": f"{type(exc).__name__}: {exc}",
+                },
+            )
+            for message in chunk:
+                await self.handle(message)
+            return
+        for envelope, (applied, after) in zip(envelopes, results, strict=True):
+            self._applied_one(envelope, applied, after)
+
+    def _apply_batch_in_tx(
+        self, envelopes: Sequence[Envelope]
+    ) -> list[tuple[bool, AfterCommit | None]]:
+        results: list[tuple[bool, AfterCommit | None]] = []
+        with self.engine.begin() as conn:
+            for envelope, fresh in zip(
+                envelopes, self.consumer.apply_many(conn, envelopes), strict=True
+            ):
+                if not fresh:
+                    results.append((False, None))
+                    continue
+                # Each effect sees the effects of the events before it (same transaction).
+                with causality.caused_by(envelope.correlation_id, envelope.event_id):
+                    if self.effect is not None:
+                        self.effect(conn, envelope)
+                        results.append((True, None))
+                    else:
+                        results.append((True, self._dispatch(conn, envelope)))
+        return results
+
+    def _applied_one(self, envelope: Envelope, applied: bool, after: AfterCommit | None) -> None:
+        """Count, log and follow up one committed (or skipped) event."""
         if applied:
             self.applied += 1
         else:

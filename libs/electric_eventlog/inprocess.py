@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 
-from .bus import Handler, OutgoingMessage, ReceivedMessage
+from .bus import BatchHandler, Handler, OutgoingMessage, ReceivedMessage
 
 
 class InProcessBus:
@@ -73,6 +73,31 @@ class InProcessBus:
                         return
                     await handler(log[offset])
                     self._offsets[(group_id, topic)] = offset + 1
+                    delivered = True
+            if not delivered:
+                await self._wait_for_change(stop)
+
+    async def consume_batches(
+        self,
+        topics: Sequence[str],
+        *,
+        group_id: str,
+        handler: BatchHandler,
+        stop: asyncio.Event,
+        max_batch: int = 500,
+    ) -> None:
+        """Deliver up to ``max_batch`` consecutive messages of a topic to ``handler`` at a
+        time; commit their offsets after ``handler`` returns."""
+        while not stop.is_set():
+            delivered = False
+            for topic in topics:
+                log = self._logs.get(topic, [])
+                while (offset := self.committed(group_id, topic)) < len(log):
+                    if stop.is_set():
+                        return
+                    batch = log[offset : offset + max_batch]
+                    await handler(batch)
+                    self._offsets[(group_id, topic)] = offset + len(batch)
                     delivered = True
             if not delivered:
                 await self._wait_for_change(stop)

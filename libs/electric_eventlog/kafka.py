@@ -27,12 +27,20 @@ from aiokafka import (
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
 
-from .bus import Handler, OutgoingMessage, ReceivedMessage
+from .bus import BatchHandler, Handler, OutgoingMessage, ReceivedMessage
 from .topics import RETENTION_CONFIG, dlq_topic_for, namespaced, partitions_for
 
 log = logging.getLogger(__name__)
 
 _TOPIC_ALREADY_EXISTS = 36
+#: What one fetch may bring per partition and in all. aiokafka's defaults (1 MiB a
+#: partition, 50 MiB) make a lagging consumer of a 12-partition topic hold a 12 MiB fetch
+#: response (a copy of the socket's read buffer) for as long as it works through it: its RSS
+#: followed its lag (docs/chaos.md, soak). 256 KiB is still ~250 table events a partition.
+CONSUMER_FETCH_LIMITS: dict[str, Any] = {
+    "max_partition_fetch_bytes": 256 * 1024,
+    "fetch_max_bytes": 4 * 1024 * 1024,
+}
 #: Longest wait for a discarded producer to close.
 _STOP_TIMEOUT_S = 5.0
 
@@ -76,7 +84,7 @@ class KafkaBus:
         self.client_id = client_id
         self.namespace = namespace
         self._producer_options = {"linger_ms": 5, **(producer_options or {})}
-        self._consumer_options = consumer_options or {}
+        self._consumer_options = {**CONSUMER_FETCH_LIMITS, **(consumer_options or {})}
         self._producer: AIOKafkaProducer | None = None
         #: Rebalance listeners by (plain) group id (:meth:`set_rebalance_listener`).
         self._listeners: dict[str, ConsumerRebalanceListener] = {}
@@ -190,6 +198,24 @@ class KafkaBus:
         stop: asyncio.Event,
     ) -> None:
         """Consume ``topics`` as ``group_id``; commit after ``handler`` per partition batch."""
+
+        async def each(records: Sequence[ReceivedMessage]) -> None:
+            for record in records:
+                await handler(record)
+
+        await self.consume_batches(topics, group_id=group_id, handler=each, stop=stop)
+
+    async def consume_batches(
+        self,
+        topics: Sequence[str],
+        *,
+        group_id: str,
+        handler: BatchHandler,
+        stop: asyncio.Event,
+        max_batch: int = 500,
+    ) -> None:
+        """Consume ``topics`` as ``group_id``: ``handler`` gets each partition's polled
+        records at once (at most ``max_batch``); commit after it returned."""
         listener = self._listeners.get(group_id)
         names = [self.kafka_name(t) for t in topics]
         consumer = AIOKafkaConsumer(
@@ -206,10 +232,9 @@ class KafkaBus:
         await consumer.start()
         try:
             while not stop.is_set():
-                batches = await consumer.getmany(timeout_ms=200, max_records=500)
+                batches = await consumer.getmany(timeout_ms=200, max_records=max_batch)
                 for tp, records in batches.items():
-                    for record in records:
-                        await handler(_received(record, self.namespace))
+                    await handler([_received(r, self.namespace) for r in records])
                     try:
                         await consumer.commit({tp: records[-1].offset + 1})
                     except (CommitFailedError, IllegalStateError):

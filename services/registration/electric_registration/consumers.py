@@ -19,8 +19,13 @@ prize) of registration's own tables:
 - TournamentFinished → finished; every player's place and prize (the final snapshot).
 
 The applied-record and the row updates commit together (``IdempotentConsumer``), so a
-redelivered event changes nothing. Other event types are passed over unrecorded. Players at
-the table are notified after the commit.
+redelivered event changes nothing. Other event types are passed over unrecorded (by their
+header, before any decoding). Players at the table are notified after the commit.
+
+Throughput (issues 16 and 18, docs/chaos.md): the table topic carries every action of every
+table, so the worker applies up to :data:`BATCH_SIZE` events of a poll in one transaction
+(one applied-record insert, one commit), and the players of a table are read once per
+transaction, not once per event.
 """
 
 from __future__ import annotations
@@ -38,6 +43,9 @@ from electric_registration.store import progress, repo, seating
 
 CONSUMER_NAME = "registration.table-status"
 SOURCE_TOPIC = topic_for("table")
+#: Table events applied per transaction (``ConsumerWorker.batch_size``); a poll returns at
+#: most 500 messages, and a failing batch is re-applied event by event.
+BATCH_SIZE = 200
 #: HandEngineEvent kind of an uncalled bet given back to its seat.
 UNCALLED_BET_RETURNED = "UncalledBetReturned"
 
@@ -56,7 +64,11 @@ class TableStatusConsumer:
             bus=bus,
             consumer=IdempotentConsumer(CONSUMER_NAME),
             topics=[SOURCE_TOPIC],
+            batch_size=BATCH_SIZE,
         )
+        # The players of each table read in the current transaction (see _players).
+        self._players_tx: Connection | None = None
+        self._players_of: dict[str, set[str]] = {}
         self.worker.on(table_events.TableStarted, self._table_started)
         self.worker.on(table_events.HandStarted, self._hand_started)
         self.worker.on(table_events.BlindPosted, self._blind_posted)
@@ -69,8 +81,23 @@ class TableStatusConsumer:
         self.worker.on(table_events.PlayerEliminated, self._eliminated)
         self.worker.on(table_events.TournamentFinished, self._finished)
 
-    def _notify_players(self, conn: Connection, table_id: str, known: bool) -> AfterCommit | None:
-        players = repo.table_players(conn, [table_id]) if known else set()
+    def _players(self, conn: Connection, table_id: str) -> set[str]:
+        """The table's players, read once per transaction: a batch holds many events of one
+        table and these handlers never change entries (an entry changed by a concurrent
+        transaction is seen at the next batch, like an event applied a moment earlier)."""
+        if self._players_tx is not conn:
+            self._players_tx, self._players_of = conn, {}
+        players = self._players_of.get(table_id)
+        if players is None:
+            players = self._players_of[table_id] = repo.table_players(conn, [table_id])
+        return players
+
+    def _notify_players(
+        self, conn: Connection, table_id: str, known: bool = True
+    ) -> AfterCommit | None:
+        """Wake the table's players after the commit (none when the table is not ours: it
+        has no entries, so ``known`` need not be looked up separately)."""
+        players = self._players(conn, table_id) if known else set()
         if not players:
             return None
         return lambda: self._notify(players)
@@ -113,7 +140,7 @@ class TableStatusConsumer:
     ) -> AfterCommit | None:
         deadline = turn.deadline.ToDatetime(tzinfo=UTC) if turn.HasField("deadline") else None
         progress.set_turn(conn, turn.table_id, turn.seat, deadline)
-        return self._notify_players(conn, turn.table_id, seating.exists(conn, turn.table_id))
+        return self._notify_players(conn, turn.table_id)
 
     def _timeout_applied(
         self, conn: Connection, envelope: Envelope, timeout: table_events.TimeoutApplied
@@ -122,7 +149,7 @@ class TableStatusConsumer:
             return None  # the action timer ran out for good: an action follows
         deadline = timeout.deadline.ToDatetime(tzinfo=UTC)
         progress.set_turn(conn, timeout.table_id, timeout.seat, deadline)
-        return self._notify_players(conn, timeout.table_id, seating.exists(conn, timeout.table_id))
+        return self._notify_players(conn, timeout.table_id)
 
     def _engine_event(
         self, conn: Connection, envelope: Envelope, step: table_events.HandEngineEvent
@@ -136,7 +163,7 @@ class TableStatusConsumer:
     ) -> AfterCommit | None:
         progress.add_stack(conn, action.table_id, action.seat, -action.amount_added, _at(envelope))
         progress.set_turn(conn, action.table_id, 0, None)
-        return self._notify_players(conn, action.table_id, seating.exists(conn, action.table_id))
+        return self._notify_players(conn, action.table_id)
 
     def _pot_awarded(
         self, conn: Connection, envelope: Envelope, pot: table_events.PotAwarded
@@ -152,13 +179,13 @@ class TableStatusConsumer:
             conn, ended.table_id, [(s.seat, s.stack) for s in ended.stacks], _at(envelope)
         )
         progress.set_turn(conn, ended.table_id, 0, None)
-        return self._notify_players(conn, ended.table_id, seating.exists(conn, ended.table_id))
+        return self._notify_players(conn, ended.table_id)
 
     def _eliminated(
         self, conn: Connection, envelope: Envelope, out: table_events.PlayerEliminated
     ) -> AfterCommit | None:
         progress.eliminated(conn, out.table_id, out.seat, out.finishing_place, _at(envelope))
-        return self._notify_players(conn, out.table_id, seating.exists(conn, out.table_id))
+        return self._notify_players(conn, out.table_id)
 
     def _finished(
         self, conn: Connection, envelope: Envelope, finished: table_events.TournamentFinished
