@@ -12,6 +12,14 @@ docs/chaos.md: the relay stuck after a broker restart).
 Bounded outbox: rows sent longer than ``sent_retention`` ago are deleted (every
 ``purge_interval`` seconds, by the active relay); unsent rows never are. The events stay.
 
+Keeping up inside a busy service (issue 16, docs/event-store.md "Keeping up inside a busy
+service"): the relay's database work (fetch, mark, purge) runs on a thread of its own, not
+in the event loop's shared default executor, where it queued behind the service's blocking
+calls for seconds (``python -m bench relay``); and a commit in the same process wakes it at
+once (:meth:`OutboxRelay.notify`, registered with :meth:`EventStore.on_commit
+<electric_eventlog.store.EventStore.on_commit>`) instead of at the next poll. The poll
+stays, for rows other processes commit.
+
 The process entry point is :mod:`electric_eventlog.relay`.
 """
 
@@ -22,9 +30,11 @@ import contextlib
 import hashlib
 import logging
 import time
+import weakref
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 import tenacity
 from electric.eventlog.v1.envelope_pb2 import Envelope
@@ -36,6 +46,8 @@ from .outbox import fetch_unsent, mark_sent, purge_sent
 from .store import utc_now
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 #: Default time sent outbox rows are kept (the topics keep the events for good).
@@ -115,6 +127,39 @@ class OutboxRelay:
         self._next_purge = 0.0
         self.published = 0
         self.purged = 0
+        # One thread of the relay's own: one database call at a time, never queued behind
+        # the service's blocking calls in the loop's default executor (module doc).
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="outbox-relay")
+        weakref.finalize(self, self._executor.shutdown, wait=False)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake = asyncio.Event()
+        self._wake_pending = False
+
+    async def _in_thread(self, fn: Callable[..., T], *args: object) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    def notify(self) -> None:
+        """Rows were just committed in this process: publish now rather than at the next
+        poll. Thread-safe, cheap, and a no-op while :meth:`run` is not running."""
+        loop = self._loop
+        if loop is None or self._wake_pending:
+            return
+        self._wake_pending = True  # one scheduled wake-up at a time, however many commits
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(self._set_wake)
+
+    def _set_wake(self) -> None:
+        self._wake_pending = False
+        self._wake.set()
+
+    async def _idle(self, stop: asyncio.Event) -> None:
+        """Wait for a local commit (:meth:`notify`), ``stop``, or the poll interval."""
+        waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self._wake.wait())]
+        try:
+            await asyncio.wait(waits, timeout=self.poll_interval, return_when="FIRST_COMPLETED")
+        finally:
+            for w in waits:
+                w.cancel()
 
     def _fetch(self) -> list[tuple[str, Envelope]]:
         with read_only(self.engine.connect()) as conn, conn.begin():
@@ -130,13 +175,14 @@ class OutboxRelay:
         Raises :class:`PartlyPublishedError` (after marking what was acknowledged) when some
         rows were not acknowledged, or the bus error when none was.
         """
-        batch = await asyncio.to_thread(self._fetch)
+        self._wake.clear()  # a commit from now on is seen by this fetch or wakes the next
+        batch = await self._in_thread(self._fetch)
         if not batch:
             return 0
         errors = await self._send([envelope_message(topic, env) for topic, env in batch])
         sent = deliverable(batch, errors)
         if sent:
-            await asyncio.to_thread(self._mark, sent)
+            await self._in_thread(self._mark, sent)
             self.published += len(sent)
         if len(sent) < len(batch):
             first = next(e for e in errors if e is not None)
@@ -173,7 +219,7 @@ class OutboxRelay:
             return
         self._next_purge = time.monotonic() + self.purge_interval
         try:
-            await asyncio.to_thread(self.purge)
+            await self._in_thread(self.purge)
         except Exception:  # the database is away: the next round tries again
             log.exception("relay.purge_failed", extra={"topic": self.topic})
 
@@ -186,11 +232,11 @@ class OutboxRelay:
         """
         total, after = 0, 0
         while True:
-            batch = await asyncio.to_thread(self._fetch_all, after)
+            batch = await self._in_thread(self._fetch_all, after)
             if not batch:
                 return total
             await self.bus.publish([envelope_message(topic, env) for topic, env in batch])
-            await asyncio.to_thread(self._mark, [(t, env.global_position) for t, env in batch])
+            await self._in_thread(self._mark, [(t, env.global_position) for t, env in batch])
             total += len(batch)
             after = batch[-1][1].global_position
 
@@ -243,6 +289,9 @@ class OutboxRelay:
         (a second one waits; the lock dies with a killed process's connection).
         """
         lock_conn = await asyncio.to_thread(self._acquire_leadership, stop)
+        self._wake = asyncio.Event()  # of this loop (run may be restarted, even in another)
+        self._wake_pending = False
+        self._loop = asyncio.get_running_loop()
         try:
             while not stop.is_set():
                 try:
@@ -251,9 +300,9 @@ class OutboxRelay:
                     break
                 await self._maybe_purge()
                 if published == 0:
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(stop.wait(), timeout=self.poll_interval)
+                    await self._idle(stop)
         finally:
+            self._loop = None
             if lock_conn is not None:
                 await asyncio.to_thread(self._release_leadership, lock_conn)
 

@@ -92,6 +92,19 @@ class EventStore:
         self.group = GroupCommit(engine, lock_first=self._lock_head if pg else None)
         if pg:
             self.group.register(PreparedAppend, self._bulk)
+        self._commit_listeners: list[Callable[[], None]] = []
+
+    def on_commit(self, listener: Callable[[], None]) -> None:
+        """Call ``listener()`` (in the committing thread) after each :meth:`transact` /
+        :meth:`append_in_new_tx` commit: the service's outbox relay wakes on it instead of
+        waiting for its next poll (:meth:`OutboxRelay.notify
+        <electric_eventlog.outbox_relay.OutboxRelay.notify>`). Appends inside a caller's
+        own transaction do not call it; the relay's poll finds those."""
+        self._commit_listeners.append(listener)
+
+    def _committed(self) -> None:
+        for listener in self._commit_listeners:
+            listener()
 
     # ------------------------------------------------------------------ writes
 
@@ -194,7 +207,7 @@ class EventStore:
                 causation_id=causation_id,
                 occurred_at=occurred_at,
             )
-        return self.group.run(
+        stored = self.group.run(
             lambda conn: self.append(
                 conn,
                 stream_id,
@@ -207,6 +220,8 @@ class EventStore:
             bulk=bulk,
             locks_rows=False,
         )
+        self._committed()
+        return stored
 
     def prepare(
         self,
@@ -278,7 +293,9 @@ class EventStore:
         processes) never deadlock. A service should therefore write rows it locks only
         through ``transact`` (a plain ``engine.begin()`` writer that locks the same rows
         and then appends could deadlock with a batch; PostgreSQL would abort one)."""
-        return self.group.run(work, bulk=bulk)
+        result = self.group.run(work, bulk=bulk)
+        self._committed()
+        return result
 
     def save_snapshot(
         self, conn: Connection, stream_id: str, stream_version: int, state: Message

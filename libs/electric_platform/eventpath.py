@@ -154,6 +154,7 @@ async def open_event_path(
         topic=store.topic,
         sent_retention=timedelta(hours=keep) if cfg.uses_kafka and keep > 0 else None,
     )
+    store.on_commit(relay.notify)  # a local commit wakes the relay (no 20 ms poll wait)
     host.add_background("outbox-relay", lambda: relay.run(host.stopping), restart=True)
     host.on_shutdown(relay.final_drain)  # skipped while another instance relays
     register_outbox_metrics(host, engine, store.topic, relay)

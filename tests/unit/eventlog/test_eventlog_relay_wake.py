@@ -1,0 +1,78 @@
+"""The outbox relay keeps up inside a busy service process (issue 16).
+
+Two causes of the table's seconds of relay lag (``python -m bench relay``): the relay's
+database calls queued in the loop's shared default executor behind the service's blocking
+calls, and a committed row waited for the next poll. The relay now has a thread of its own
+and a local commit wakes it (``EventStore.on_commit`` -> ``OutboxRelay.notify``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from electric_eventlog import ANY, EventStore, InProcessBus, OutboxRelay, create_engine, migrate
+from google.protobuf import wrappers_pb2
+from sqlalchemy import Engine
+
+TOPIC = "electric.wakesvc.events"
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[Engine]:
+    eng = create_engine(f"sqlite:///{tmp_path / 'wake.db'}")
+    migrate(eng)
+    yield eng
+    eng.dispose()
+
+
+async def _until(predicate: object, task: asyncio.Task[None], timeout: float) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():  # type: ignore[operator]
+        if task.done():
+            task.result()
+        assert loop.time() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.01)
+
+
+async def test_a_local_commit_wakes_the_relay_long_before_its_poll(engine: Engine) -> None:
+    store = EventStore(engine, producer="wakesvc")
+    bus = InProcessBus()
+    relay = OutboxRelay(engine, bus, poll_interval=120.0)  # the poll alone would take 2 min
+    store.on_commit(relay.notify)
+    stop = asyncio.Event()
+    task = asyncio.create_task(relay.run(stop))
+    await _until(lambda: relay._loop is not None, task, timeout=30.0)
+    await asyncio.sleep(0.2)  # let the first (empty) pass end: the relay now waits to poll
+    for i in range(3):
+        await asyncio.to_thread(
+            store.append_in_new_tx, "s", ANY, [wrappers_pb2.StringValue(value=str(i))]
+        )
+        await _until(lambda n=i + 1: bus.end_offset(TOPIC) == n, task, timeout=30.0)
+    stop.set()
+    await asyncio.wait_for(task, timeout=30.0)
+
+
+async def test_the_relay_does_not_queue_behind_a_busy_default_executor(engine: Engine) -> None:
+    store = EventStore(engine, producer="wakesvc")
+    for i in range(5):
+        store.append_in_new_tx("s", ANY, [wrappers_pb2.StringValue(value=str(i))])
+    loop = asyncio.get_running_loop()
+    executor = ThreadPoolExecutor(max_workers=1)
+    loop.set_default_executor(executor)
+    release = threading.Event()
+    # The service's only default worker is held by a blocking call (a lock wait, say).
+    blocked = asyncio.ensure_future(asyncio.to_thread(release.wait, 120.0))
+    try:
+        bus = InProcessBus()
+        drained = await asyncio.wait_for(OutboxRelay(engine, bus).drain(), timeout=60.0)
+        assert drained == 5
+        assert bus.end_offset(TOPIC) == 5
+    finally:
+        release.set()
+        await blocked
