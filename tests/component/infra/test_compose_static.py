@@ -311,7 +311,19 @@ def test_service_config_resolves_to_the_compose_wiring(
         listeners = str(services[host]["environment"]["KAFKA_ADVERTISED_LISTENERS"])
         assert f"//{host}:{port}" in listeners
     for other in config.SERVICES:
-        assert cfg.target(other) == f"{other}:{config.DEFAULT_GRPC_PORTS[other]}"
+        port, target = config.DEFAULT_GRPC_PORTS[other], cfg.target(other)
+        if not target.startswith("dns:///"):
+            assert target == f"{other}:{port}"
+            continue
+        # A pool of instances behind one network alias (issue 17): `other` and its twins.
+        pool, _, pool_port = target.removeprefix("dns:///").rpartition(":")
+        assert int(pool_port) == port
+        members = {
+            name
+            for name, spec in services.items()
+            if pool in ((spec.get("networks") or {}).get("default") or {}).get("aliases", [])
+        }
+        assert other in members and len(members) >= 2, (pool, members)
 
 
 def test_every_service_has_its_own_database(services: dict[str, dict[str, Any]]) -> None:

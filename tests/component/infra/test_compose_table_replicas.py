@@ -1,7 +1,8 @@
 """docker-compose runs the table service as three instances (issue 17, docs/scaling.md):
 ``table``, ``table-2`` and ``table-3``, one table database, ownership by partition, each
 advertising its own compose name, published on loopback at 50052/50062/50072 (metrics
-9102/9112/9122); deploy/tables.sh starts N instances on the same port scheme locally."""
+9102/9112/9122); deploy/tables.sh starts N instances on the same port scheme locally.
+Registration, wallet and payout run as two instances each behind one network alias."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from electric_platform import config
 
 ROOT = Path(__file__).resolve().parents[3]
 INSTANCES = ("table", "table-2", "table-3")
+#: Services run as two interchangeable instances, with their gRPC and metrics ports.
+TWINS = {"registration": (50051, 9101), "wallet": (50053, 9103), "payout": (50054, 9104)}
 
 
 def _services() -> dict[str, Any]:
@@ -25,7 +28,7 @@ def _services() -> dict[str, Any]:
 def test_compose_runs_three_table_instances_on_one_store() -> None:
     services = _services()
     replicas = {n for n, s in services.items() if "electric.replica-of" in (s.get("labels") or {})}
-    assert replicas == {"table-2", "table-3"}
+    assert replicas == {"table-2", "table-3", *(f"{n}-2" for n in TWINS)}
     envs = {n: {k: str(v) for k, v in services[n]["environment"].items()} for n in INSTANCES}
     known = config.all_env_var_names()
     for k, name in enumerate(INSTANCES):
@@ -60,3 +63,32 @@ def test_local_script_uses_the_same_ports(tmp_path: Path) -> None:
     got = subprocess.run(["bash", str(script), "status"], env=env, capture_output=True)
     assert got.returncode == 3
     assert subprocess.run(["bash", str(script), "down"], env=env).returncode == 0
+
+
+def test_compose_runs_two_of_registration_wallet_and_payout_behind_one_name() -> None:
+    services = _services()
+    shared = services["table"]["environment"]
+    for name, (grpc_port, metrics_port) in TWINS.items():
+        first, second = services[name], services[f"{name}-2"]
+        assert second["labels"] == {"electric.replica-of": name}
+        assert first["command"] == second["command"]
+        assert first["environment"] == second["environment"]  # same store, keys, Kafka
+        pool = f"{name}-pool"
+        for spec in (first, second):
+            assert spec["networks"] == {"default": {"aliases": [pool]}}
+        assert first["ports"] == [
+            f"127.0.0.1:{grpc_port}:{grpc_port}",
+            f"127.0.0.1:{metrics_port}:{metrics_port}",
+        ]
+        assert second["ports"] == [
+            f"127.0.0.1:{grpc_port + 10}:{grpc_port}",
+            f"127.0.0.1:{metrics_port + 10}:{metrics_port}",
+        ]
+        # Every client names the pool (Docker's DNS answers with both; round robin).
+        target = f"ELECTRIC_{name.upper()}_TARGET"
+        assert shared[target] == f"dns:///{pool}:{grpc_port}"
+        assert {name, f"{name}-2"} <= set(services["prometheus"]["depends_on"])
+    prometheus = yaml.safe_load((ROOT / "deploy" / "prometheus" / "prometheus.yml").read_text())
+    jobs = {j["job_name"]: j["static_configs"][0]["targets"] for j in prometheus["scrape_configs"]}
+    for name, (_, metrics_port) in TWINS.items():
+        assert jobs[name] == [f"{name}:{metrics_port}", f"{name}-2:{metrics_port}"]
