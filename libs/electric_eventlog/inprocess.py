@@ -64,18 +64,14 @@ class InProcessBus:
         stop: asyncio.Event,
     ) -> None:
         """Deliver each message to ``handler``; commit its offset after ``handler`` returns."""
-        while not stop.is_set():
-            delivered = False
-            for topic in topics:
-                log = self._logs.get(topic, [])
-                while (offset := self.committed(group_id, topic)) < len(log):
-                    if stop.is_set():
-                        return
-                    await handler(log[offset])
-                    self._offsets[(group_id, topic)] = offset + 1
-                    delivered = True
-            if not delivered:
-                await self._wait_for_change(stop)
+
+        async def one_at_a_time(batch: Sequence[ReceivedMessage]) -> None:
+            (message,) = batch
+            await handler(message)
+
+        await self.consume_batches(
+            topics, group_id=group_id, handler=one_at_a_time, stop=stop, max_batch=1
+        )
 
     async def consume_batches(
         self,
