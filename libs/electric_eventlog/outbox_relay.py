@@ -38,11 +38,12 @@ from typing import Protocol, TypeVar, runtime_checkable
 
 import tenacity
 from electric.eventlog.v1.envelope_pb2 import Envelope
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Engine
 
 from .bus import EventBus, OutgoingMessage, envelope_message
 from .engine import read_only
 from .outbox import fetch_unsent, mark_sent, purge_sent
+from .relay_lease import DEFAULT_LEASE_SECONDS, RelayLease
 from .store import utc_now
 
 log = logging.getLogger(__name__)
@@ -110,8 +111,12 @@ class OutboxRelay:
         publish_timeout: float = 30.0,
         sent_retention: timedelta | None = DEFAULT_SENT_RETENTION,
         purge_interval: float = 300.0,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
     ) -> None:
         """``topic`` restricts the relay to that topic's rows (default: every topic).
+
+        ``lease_seconds``: on PostgreSQL, how long a frozen relay keeps the leadership
+        (:mod:`~electric_eventlog.relay_lease`).
 
         ``sent_retention`` None keeps sent rows (the embedded runner re-seeds its in-memory
         bus from them at start-up)."""
@@ -123,6 +128,7 @@ class OutboxRelay:
         self.publish_timeout = publish_timeout
         self.sent_retention = sent_retention
         self.purge_interval = purge_interval
+        self.lease_seconds = lease_seconds
         self._clock = clock
         self._next_purge = 0.0
         self.published = 0
@@ -262,38 +268,35 @@ class OutboxRelay:
         send duplicates, in an order neither chose). SQLite: one process, plain drain."""
         if self.engine.dialect.name != "postgresql":
             return await self.drain()
-        conn = await asyncio.to_thread(self._try_leadership)
-        if conn is None:
+        lease = self._lease()
+        if not await asyncio.to_thread(lease.try_acquire):
             log.info("relay.final_drain_skipped", extra={"topic": self.topic})
             return 0
         try:
             return await self.drain()
         finally:
-            await asyncio.to_thread(self._release_leadership, conn)
+            await asyncio.to_thread(lease.release)
 
-    def _try_leadership(self) -> Connection | None:
-        conn = self.engine.connect()
-        got = conn.execute(
-            text("SELECT pg_try_advisory_lock(:k)"), {"k": _lock_key(self.topic)}
-        ).scalar()
-        conn.commit()
-        if got:
-            return conn
-        conn.close()
-        return None
+    def _lease(self) -> RelayLease:
+        return RelayLease(self.engine, _lock_key(self.topic), lease_seconds=self.lease_seconds)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Publish continuously until ``stop`` is set.
 
-        On PostgreSQL a session advisory lock makes this the only active relay for its topic
-        (a second one waits; the lock dies with a killed process's connection).
+        On PostgreSQL a lease (:mod:`~electric_eventlog.relay_lease`) makes this the only
+        active relay for its topic: a second one waits; the lock dies with a killed process's
+        connection, and ``lease_seconds`` after a frozen one went silent. A relay that finds
+        its lease lost (it was frozen) stops publishing and waits its turn again.
         """
-        lock_conn = await asyncio.to_thread(self._acquire_leadership, stop)
+        lease = await asyncio.to_thread(self._acquire_leadership, stop)
         self._wake = asyncio.Event()  # of this loop (run may be restarted, even in another)
         self._wake_pending = False
         self._loop = asyncio.get_running_loop()
         try:
             while not stop.is_set():
+                if lease is not None and not (lease.fresh or await self._in_thread(lease.confirm)):
+                    lease = await asyncio.to_thread(self._acquire_leadership, stop)
+                    continue
                 try:
                     published = await self._publish_retrying(stop)
                 except _Stopped:
@@ -303,8 +306,8 @@ class OutboxRelay:
                     await self._idle(stop)
         finally:
             self._loop = None
-            if lock_conn is not None:
-                await asyncio.to_thread(self._release_leadership, lock_conn)
+            if lease is not None:
+                await asyncio.to_thread(lease.release)
 
     async def _publish_retrying(self, stop: asyncio.Event) -> int:
         """:meth:`publish_once`, retried until it passes or ``stop`` is set.
@@ -344,25 +347,13 @@ class OutboxRelay:
                 return await self.publish_once()
         raise AssertionError("unreachable: tenacity returns or raises")  # pragma: no cover
 
-    def _release_leadership(self, conn: Connection) -> None:
-        # A pooled connection outlives close(): unlock explicitly, or the session lock would
-        # stay with the pool and block every later relay.
-        try:
-            conn.execute(text("SELECT pg_advisory_unlock_all()"))
-            conn.commit()
-        finally:
-            conn.close()
-
-    def _acquire_leadership(self, stop: asyncio.Event) -> Connection | None:
+    def _acquire_leadership(self, stop: asyncio.Event) -> RelayLease | None:
         if self.engine.dialect.name != "postgresql":
             return None  # SQLite: one embedded process owns the file.
-        conn = self.engine.connect()
-        key = _lock_key(self.topic)
+        lease = self._lease()
         while not stop.is_set():
-            if conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": key}).scalar():
-                conn.commit()  # Session-level lock survives; do not sit idle in a transaction.
-                return conn
-            conn.rollback()
+            if lease.try_acquire():
+                return lease
             log.info("relay.lock_waiting", extra={"topic": self.topic})
             time.sleep(0.5)
-        return conn
+        return lease

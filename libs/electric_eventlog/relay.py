@@ -15,6 +15,7 @@ from datetime import timedelta
 
 from .engine import create_engine
 from .outbox_relay import DEFAULT_SENT_RETENTION, OutboxRelay
+from .relay_lease import DEFAULT_LEASE_SECONDS
 
 
 async def _main(args: argparse.Namespace) -> None:
@@ -36,6 +37,7 @@ async def _main(args: argparse.Namespace) -> None:
         topic=args.topic,
         batch_size=args.batch_size,
         sent_retention=timedelta(hours=hours) if hours > 0 else None,
+        lease_seconds=args.lease_seconds,
     )
     try:
         await relay.run(stop)
@@ -56,6 +58,12 @@ def main(argv: list[str] | None = None) -> None:
         type=float,
         default=DEFAULT_SENT_RETENTION.total_seconds() / 3600,
         help="delete rows sent longer ago than this (0: keep them)",
+    )
+    parser.add_argument(
+        "--lease-seconds",
+        type=float,
+        default=DEFAULT_LEASE_SECONDS,
+        help="PostgreSQL: how long a frozen relay keeps the leadership",
     )
     parser.add_argument(
         "--create-topics", action="store_true", help="create --topic (and its DLQ) if missing"

@@ -55,10 +55,15 @@ from prometheus_client import Gauge
 from sqlalchemy import Engine, MetaData
 
 from electric_platform.checkpointing import open_checkpoints
+from electric_platform.config import env_ms
 from electric_platform.context import new_id
 from electric_platform.eventmetrics import event_metrics
 from electric_platform.metrics import software_version
 from electric_platform.server import ServiceHost
+
+#: How long a frozen relay keeps its store's relay leadership (docs/platform.md).
+RELAY_LEASE_ENV = "ELECTRIC_RELAY_LEASE_MS"
+DEFAULT_RELAY_LEASE_MS = 10_000
 
 _buses: dict[int, InProcessBus] = {}
 
@@ -153,6 +158,7 @@ async def open_event_path(
         bus,
         topic=store.topic,
         sent_retention=timedelta(hours=keep) if cfg.uses_kafka and keep > 0 else None,
+        lease_seconds=env_ms(RELAY_LEASE_ENV, DEFAULT_RELAY_LEASE_MS) / 1000,
     )
     store.on_commit(relay.notify)  # a local commit wakes the relay (no 20 ms poll wait)
     host.add_background("outbox-relay", lambda: relay.run(host.stopping), restart=True)
