@@ -47,6 +47,9 @@ class ReceivedMessage:
     key: bytes
     value: bytes
     headers: Headers = ()
+    #: The record's timestamp on Kafka (ms since the epoch; the producer's send time with
+    #: the topics' default CreateTime); None on the in-process bus.
+    timestamp_ms: int | None = None
 
     def header(self, name: str) -> bytes | None:
         """The first header called ``name``, if any."""

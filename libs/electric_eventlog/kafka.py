@@ -65,6 +65,7 @@ def _received(record: Any, namespace: str = "") -> ReceivedMessage:
         key=record.key or b"",
         value=record.value or b"",
         headers=tuple((k, bytes(v)) for k, v in (record.headers or ())),
+        timestamp_ms=record.timestamp,
     )
 
 

@@ -137,6 +137,9 @@ async def test_relay_killed_mid_publish_resumes_without_gaps(
     async for message in bus.read_topic(topic):
         env = decode_envelope(message)
         assert message.key == env.stream_id.encode()
+        # The record's Kafka timestamp: when the relay sent it, after the event occurred.
+        assert message.timestamp_ms is not None
+        assert message.timestamp_ms >= env.occurred_at.ToMilliseconds() - 1_000
         on_wire.setdefault(env.stream_id, []).append(env.stream_version)
         wire_ids.add(env.event_id)
         total += 1
