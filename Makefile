@@ -12,7 +12,7 @@ PROTO_FILES := $(shell find protos -name '*.proto')
 
 .PHONY: setup protos run test lint typecheck unit integration e2e buf-lint buf-breaking \
         bench exhaustive simulate paytable infra-up infra-down up down clean \
-        math math-check math-report simulate-casino fuzz e2e-casino soak e2e-scale chaos
+        math math-check math-report simulate-casino fuzz e2e-casino soak e2e-scale chaos audit-levels
 
 setup: $(STAMP) gen/.stamp
 
@@ -116,6 +116,12 @@ e2e-scale: setup
 	ELECTRIC_E2E_SCALE_TOURNAMENTS=$(or $(TOURNAMENTS),50) ELECTRIC_E2E_SCALE_BOTS=$(or $(BOTS),30) \
 	  ELECTRIC_E2E_SCALE_FAILOVER_S=$(or $(FAILOVER_S),10) \
 	  nice -n 10 $(BIN)/pytest -m e2e -s -p no:cacheprovider tests/e2e/scale
+
+## Export of real ante / Electric Mode hands at size (issue 14, docs/audit.md): N tournaments
+## with 500 ms blind levels on the embedded platform, every hand exported and validated.
+audit-levels: setup
+	ELECTRIC_AUDIT_LEVEL_TOURNAMENTS=$(or $(N),20) nice -n 10 $(BIN)/pytest -q -s -p no:cacheprovider \
+	  -p no:logging tests/component/audit/test_audit_export_levels.py
 
 ## Soak run (issue 18, docs/chaos.md): make soak DURATION=60m [INTERVAL=60s] [SOAK_ARGS=...]
 ## Four service processes + bots for DURATION, a sample every INTERVAL; CSV/JSON/PNG under

@@ -9,13 +9,15 @@ with the same dataclass codec (``thb``, ``uth``, ``casino_money`` modules). The 
 * ``deck`` — SHA-256 of the revealed seed is the commitment published when the round
   started, and every card recorded (the player's, the board, the dealer's) is where the
   shared deal (:class:`electric_domain.casino.common.deal.Deal`) puts it;
-* ``domain`` — THB: the round is played again by the domain
-  (:class:`electric_domain.casino.thb.round.ThbRound`) from the revealed seed with the
-  recorded decisions, and must produce exactly the recorded events (cards, bets, showdown,
-  settlement). UTH: the recorded events are folded by the domain
-  (:meth:`~electric_domain.casino.uth.round.UthRound.replay`) up to the showdown, and every
-  seat's settlement is computed again by the domain's settlement rules from its stakes, its
-  decisions and the hand ranks of the deal, against the recorded ``SeatSettled``;
+* ``domain`` — the round is played again by the domain and must produce exactly the
+  recorded events (cards, bets, decisions, showdown, settlement). THB
+  (:class:`electric_domain.casino.thb.round.ThbRound`): from the revealed seed with the
+  recorded decisions. UTH (:mod:`electric_audit.rounds_uth`): from the revealed seed and the
+  round's windows, every recorded command re-decided at its recorded time (a decision out of
+  its window, of a multiple the street does not offer or after the clock is refused) and
+  every event of the clock re-made by a ``Tick``;
+* ``seats`` (UTH) — every table event naming a seat's player names the player the domain
+  seated there (at the open, or by their first bet);
 * ``settlement`` — the published ``CasinoRoundSettled`` / ``CasinoRoundVoided`` (what payout
   acts on) says exactly what the domain's results say;
 * ``bets`` — every bet placed was reserved first in the wallet (a pending transfer of its
@@ -43,15 +45,14 @@ from electric.table.v1 import casino_events_pb2 as cev
 from electric.wallet.v1 import events_pb2 as wev
 from electric_clients import accounts
 from electric_domain.casino.common.config import CasinoConfig, load_config
-from electric_domain.casino.common.deal import Deal, describe
+from electric_domain.casino.common.deal import Deal
 from electric_domain.casino.thb.round import ThbRound
-from electric_domain.casino.uth import settlement as uth_settlement
-from electric_domain.casino.uth.round import UthRound
 from electric_domain.deck import verify_deck
 from electric_eventlog.dataclass_codec import CodecError, DataclassCodec
 
 from electric_audit.checks import CheckResult, check_chains
 from electric_audit.narrative import Narrative, money
+from electric_audit.rounds_uth import Windows, joined, seat_players, uth_domain, uth_seats
 from electric_audit.sources import Located, Source, restrict, unique_events
 
 #: The table service's casino record codec (``electric_table.casino.records.CODEC``).
@@ -164,9 +165,13 @@ def _collect(sources: Sequence[Source], rid: str) -> _Round:
 
 
 def round_story(
-    sources: Sequence[Source], rid: str, config: CasinoConfig | None = None
+    sources: Sequence[Source],
+    rid: str,
+    config: CasinoConfig | None = None,
+    windows: Windows | None = None,
 ) -> RoundStory:
-    """The story of casino round ``rid`` over ``sources``."""
+    """The story of casino round ``rid`` over ``sources`` (``windows``: a UTH table's green,
+    yellow and decision windows in ms, default the round's own, see :mod:`.rounds_uth`)."""
     story = RoundStory(rid)
     r = _collect(sources, rid)
     if not r.table:
@@ -184,7 +189,14 @@ def round_story(
     if any(isinstance(e, thb.RoundStarted) for e in domain):
         story.results.append(_thb_domain(r, seed, config))
     else:
-        story.results.append(_uth_domain(r, seed, config))
+        checked, used = uth_domain(r.table, seed, config, windows)
+        told = [("seat", seat) for seat in joined(r.table)]
+        if used is not None:
+            given = "as given" if windows else "from the round's record"
+            told.append(("windows", f"green {used[0]} ms, yellow {used[1]} ms, decisions "
+                         f"{used[2]} ms ({given})"))  # fmt: skip
+        story.facts[1:1] = told  # after "started": who sat where, the clock
+        story.results += [checked, uth_seats(r.table, rid)]
     story.results.append(_settlement(r))
     story.results.append(_bets(r, wallet_read))
     story.results.append(_payouts(r, wallet_read, payout_read))
@@ -318,42 +330,13 @@ def _thb_command(e: Any) -> Any:
     return None
 
 
-def _uth_domain(r: _Round, seed: str, config: CasinoConfig) -> CheckResult:
-    result = CheckResult("domain")
-    domain = r.domain()
-    opened = domain[0] if domain else None
-    if not isinstance(opened, uth.RoundOpened) or not seed:
-        return result
-    where = _where(r, cev.CasinoRoundStarted)
-    events = [dataclasses.replace(opened, deck_seed_hex=seed), *domain[1:]]
-    cut = next((k for k, e in enumerate(events) if isinstance(e, uth.Showdown)), None)
-    if cut is None:
-        return result  # voided or still in play: nothing settled by the rules
-    played = UthRound.replay(config, events[:cut])
-    deal = Deal.from_seed(bytes.fromhex(seed))
-    p_rank, _ = describe((*deal.player, *deal.board))
-    d_rank, _ = describe((*deal.dealer, *deal.board))
-    recorded = {e.seat: e.results for e in events[cut:] if isinstance(e, uth.SeatSettled)}
-    for i, seat in enumerate(played.state.seats):
-        if not seat.in_play:
-            continue
-        result.checked += 1
-        expected = uth_settlement.settle(
-            config.uth, ante=seat.total("ante"), trips=seat.total("trips"),
-            play=seat.play_cents, folded=seat.folded, player_rank=p_rank, dealer_rank=d_rank,
-        )  # fmt: skip
-        if recorded.get(i) != expected:
-            result.fail(where, f"seat {i}: settled {recorded.get(i)}, the rules give {expected}")
-    return result
-
-
 def _settlement(r: _Round) -> CheckResult:
     """The published results (payout's input) against the domain's."""
     result = CheckResult("settlement")
     domain_results: dict[tuple[str, str], int] = {}
     started = r.messages(cev.CasinoRoundStarted)
     player = started[0][1].player_id if started else ""
-    seats = {m.seat: m.player_id for _, m in r.messages(cev.CasinoUthSeatTaken)}
+    seats = seat_players(r.table)  # the domain's seats (`seats` checks the projections)
     for e in r.domain():
         if isinstance(e, thb.Settled | thb.RoundVoided):
             for b in e.results:

@@ -35,6 +35,12 @@ def add_parsers(sub: Any) -> None:
     _add_sources(p_tournament)
     p_round = sub.add_parser("round", help="the whole story of one THB or UTH round, checked")
     p_round.add_argument("id", help="casino round id")
+    p_round.add_argument(
+        "--uth-windows",
+        type=_windows,
+        metavar="GREEN,YELLOW,DECISION",
+        help="a UTH table's windows in ms (its ELECTRIC_TABLE_UTH_*_MS); default: the round's own",
+    )
     _add_sources(p_round)
     p_export = sub.add_parser("export", help="hand histories as PHH and PokerStars-style text")
     _add_sources(p_export)
@@ -48,6 +54,16 @@ def add_parsers(sub: Any) -> None:
     )
 
 
+def _windows(text: str) -> tuple[int, int, int]:
+    parts = text.split(",")
+    if len(parts) != 3 or not all(p.strip().isdigit() for p in parts):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: three whole numbers of ms, e.g. 12000,3000,15000"
+        )
+    green, yellow, decision = (int(p) for p in parts)
+    return green, yellow, decision
+
+
 def _tournament(args: argparse.Namespace, sources: list[Source]) -> int:
     return _tell(args, f"tournament {args.id}", tournament_story(sources, args.id))
 
@@ -55,7 +71,8 @@ def _tournament(args: argparse.Namespace, sources: list[Source]) -> int:
 def _round(args: argparse.Namespace, sources: list[Source]) -> int:
     from electric_audit.rounds import round_story
 
-    return _tell(args, f"round {args.id}", round_story(sources, args.id))
+    story = round_story(sources, args.id, windows=args.uth_windows)
+    return _tell(args, f"round {args.id}", story)
 
 
 def _tell(args: argparse.Namespace, subject: str, story: Narrative) -> int:

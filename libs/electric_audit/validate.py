@@ -35,6 +35,8 @@ from electric_audit.export import phh_text
 from electric_audit.hands import Hand
 from electric_audit.pokerstars import hand_number
 
+#: Where each hand of a PokerStars-style document starts.
+HAND_START = re.compile(r"(?m)^(?=PokerStars Hand #)")
 ANTE_LINE = re.compile(r"(?P<player>.+): posts the ante \D?(?P<ante>[0-9.]+)")
 
 
@@ -79,6 +81,11 @@ def check_phh(hand: Hand, hh: Any, result: Validation) -> None:
     """One PHH hand as pokerkit read it: its replay must reach the recorded stacks."""
     result.phh_checked += 1
     where = f"hand {hand.hand_id} (PHH)"
+    # pokerkit's PokerStars parser leaves ``ante_trimming_status`` at its default, False: every
+    # ante is dead money in the main pot, even a short one. Our rules (and PokerStars') count
+    # a short ante like any other chip — a player all-in from the ante wins at most what they
+    # matched — as the PHH export says (``ante_trimming_status = true``).
+    hh.ante_trimming_status = True
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -104,13 +111,19 @@ def check_text(hand: Hand, hh: Any, result: Validation) -> None:
         "players": fields["players"],
         "seats": fields["seats"],
         "starting_stacks": fields["starting_stacks"],
-        "antes": fields["antes"],
-        # the text says what was posted: a short stack posts less than the blind due
+        # the text says what was posted: a short stack posts less than the ante or the blind
+        # due (a stack the ante puts all-in posts nothing else and never acts)
+        "antes": _as_pokerkit_orders(_posted_antes(fields)),
         "blinds_or_straddles": _posted_blinds(fields),
         "actions": _no_shows(fields["actions"]),
         "finishing_stacks": fields["finishing_stacks"],
         "winnings": _winnings(hand, fields["players"]),
     }
+    # pokerkit's PokerStars parser leaves ``ante_trimming_status`` at its default, False: every
+    # ante is dead money in the main pot, even a short one. Our rules (and PokerStars') count
+    # a short ante like any other chip — a player all-in from the ante wins at most what they
+    # matched — as the PHH export says (``ante_trimming_status = true``).
+    hh.ante_trimming_status = True
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -142,11 +155,23 @@ def _posted_blinds(fields: dict[str, Any]) -> list[int]:
     blinds, stacks, antes = (
         fields["blinds_or_straddles"],
         fields["starting_stacks"],
-        fields["antes"],
+        _posted_antes(fields),
     )
     n = len(blinds)
     poster = [1 - i for i in range(n)] if n == 2 else list(range(n))
     return [min(b, stacks[poster[i]] - antes[poster[i]]) for i, b in enumerate(blinds)]
+
+
+def _as_pokerkit_orders(values: list[int]) -> list[int]:
+    """Per-player values in pokerkit's order: heads-up its parser reverses the antes as it
+    does the blinds (``p2``, the button, first)."""
+    return values[::-1] if len(values) == 2 else values
+
+
+def _posted_antes(fields: dict[str, Any]) -> list[int]:
+    """The antes as posted: at most the player's stack."""
+    antes = _antes(fields["antes"], len(fields["starting_stacks"]))
+    return [min(a, s) for a, s in zip(antes, fields["starting_stacks"], strict=True)]
 
 
 def _antes(antes: Any, n: int) -> list[int]:
@@ -180,16 +205,32 @@ def validate_documents(
         except (ValueError, KeyError, TypeError) as exc:
             result.failures.append(f"PHH document: pokerkit cannot read it: {exc}")
             read_phh = []
-        try:
-            read_text = list((parser or ante_parser())(text_document, error_status=True))
-        except (ValueError, KeyError) as exc:
-            result.failures.append(f"PokerStars document: pokerkit cannot read it: {exc}")
-            read_text = []
-    for what, read in (("PHH", read_phh), ("PokerStars", read_text)):
-        if read and len(read) != len(hands):
-            result.failures.append(f"{what} document: pokerkit read {len(read)} of {len(hands)}")
+    # hand by hand, so a hand pokerkit cannot read fails alone, at that hand
+    texts = [t for t in HAND_START.split(text_document) if t.strip()]
+    read_text: list[Any] = []
+    parse = parser or ante_parser()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for hand, text in zip(hands, texts, strict=False):
+            try:
+                parsed = list(parse(text, error_status=True))
+                if len(parsed) != 1:
+                    raise ValueError(f"{len(parsed)} hands in one hand's text")
+                read_text += parsed
+            except (ValueError, KeyError) as exc:
+                cause = exc.__cause__ or exc.__context__ or exc
+                result.failures.append(
+                    f"hand {hand.hand_id} (PokerStars text): pokerkit cannot read it: {cause}"
+                )
+                read_text.append(None)
+    for what, count in (("PHH", len(read_phh)), ("PokerStars", len(texts))):
+        if count and count != len(hands):
+            result.failures.append(f"{what} document: pokerkit read {count} of {len(hands)}")
     for hand, hh in zip(hands, read_phh, strict=False):
         check_phh(hand, hh, result)
     for hand, hh in zip(hands, read_text, strict=False):
-        check_text(hand, hh, result)
+        if hh is not None:
+            check_text(hand, hh, result)
+        else:
+            result.text_checked += 1
     return result

@@ -94,7 +94,7 @@ def test_every_uth_round_passes(run: dict[str, str], capsys: pytest.CaptureFixtu
     for rid in rounds:
         code, checks = _round(capsys, rid, run)
         assert code == 0, [c for c in checks.values() if not c["ok"]]
-        for name in ("chains", "deck", "domain", "settlement", "bets"):
+        for name in ("chains", "deck", "domain", "seats", "settlement", "bets"):
             assert checks[name]["failed"] == 0 and checks[name]["checked"] >= 1, (name, checks)
         seats_settled += checks["domain"]["checked"]  # each seat in play settled again
     assert seats_settled >= 3
