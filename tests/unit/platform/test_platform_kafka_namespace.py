@@ -53,6 +53,7 @@ class _Record:
     def __init__(self, topic: str, offset: int) -> None:
         self.topic, self.partition, self.offset = topic, 0, offset
         self.key, self.value, self.headers = b"k", b"v", [("event-type", b"x")]
+        self.timestamp = 1_700_000_000_000  # aiokafka's ConsumerRecord: ms since the epoch
 
 
 class _FakeProducer:
@@ -153,6 +154,7 @@ async def test_kafka_bus_prefixes_what_reaches_the_broker(fake_kafka: None, name
     # Handlers see the plain topic (so e.g. the dead-letter topic is derived from it and
     # prefixed again when published).
     assert [m.topic for m in seen] == [table]
+    assert [m.timestamp_ms for m in seen] == [1_700_000_000_000]  # the record's, passed on
 
     created = await kafka_mod.ensure_topics("127.0.0.1:1", [table], namespace=namespace)
     # Partition counts follow the plain name (the table topic has 12, its DLQ 1).
