@@ -9,8 +9,8 @@
 # Instance k (1-based) listens on gRPC 127.0.0.1:$((50052 + 10*(k-1))) and metrics
 # $((9102 + 10*(k-1))): 50052/9102, 50062/9112, 50072/9122, ... It runs with
 # ELECTRIC_TABLE_OWNERSHIP=partitions and advertises its own address (what the others
-# forward calls to); only instance 1 hosts the casino (ELECTRIC_TABLE_CASINO: not under
-# partition ownership yet). Every instance uses the same DATABASE_URL (one table store) and Kafka:
+# forward calls to); each serves the casino (THB; the UTH tables of its partitions, see
+# docs/scaling.md). Every instance uses the same DATABASE_URL (one table store) and Kafka:
 # set DATABASE_URL, KAFKA_BOOTSTRAP_SERVERS and the key variables (ELECTRIC_AUTH_JWKS_FILE,
 # ELECTRIC_AUTH_SIGNING_KEY_FILE, ...) as for one instance. A client reaches them all with
 # the gRPC target `ipv4:127.0.0.1:50052,127.0.0.1:50062,...` (printed by `up`).
@@ -27,18 +27,15 @@ METRICS_BASE="${ELECTRIC_TABLES_METRICS_BASE:-9102}"
 port_of() { echo $((GRPC_BASE + 10 * ($1 - 1))); }
 metrics_of() { echo $((METRICS_BASE + 10 * ($1 - 1))); }
 
-running() { # pid file of instance $1 names a live process
-  local pidfile="$VAR/table-$1.pid"
-  [[ -f "$pidfile" ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null
-}
+# shellcheck source=lib/procs.sh
+source "$HERE/lib/procs.sh"
 
 up() {
   local n="${1:-3}" k targets=()
   [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "N must be a positive integer" >&2; exit 2; }
-  mkdir -p "$VAR"
   for ((k = 1; k <= n; k++)); do
     targets+=("127.0.0.1:$(port_of "$k")")
-    if running "$k"; then
+    if proc_running "$VAR" "table-$k"; then
       echo "table-$k already running (pid $(cat "$VAR/table-$k.pid"))"
       continue
     fi
@@ -46,52 +43,19 @@ up() {
       ELECTRIC_GRPC_HOST=127.0.0.1 ELECTRIC_METRICS_HOST=127.0.0.1 \
       ELECTRIC_GRPC_PORT="$(port_of "$k")" ELECTRIC_METRICS_PORT="$(metrics_of "$k")" \
       ELECTRIC_TABLE_ADVERTISED_ADDRESS="127.0.0.1:$(port_of "$k")" \
-      ELECTRIC_TABLE_CASINO="$([[ $k == 1 ]] && echo on || echo off)" \
-      nohup "$PY" -m electric_table >>"$VAR/table-$k.log" 2>&1 &
-    echo $! >"$VAR/table-$k.pid"
-    echo "table-$k: pid $!, gRPC 127.0.0.1:$(port_of "$k"), metrics $(metrics_of "$k")"
+      proc_start "$VAR" "table-$k" "$PY" -m electric_table
+    echo "table-$k: pid $(cat "$VAR/table-$k.pid"), gRPC 127.0.0.1:$(port_of "$k"), metrics $(metrics_of "$k")"
   done
   local IFS=,
   echo "client target: ipv4:${targets[*]}"
 }
 
-status() {
-  local rc=3 f k
-  shopt -s nullglob
-  for f in "$VAR"/table-*.pid; do
-    k="${f##*/table-}"
-    k="${k%.pid}"
-    if running "$k"; then
-      echo "table-$k: running (pid $(cat "$f")), gRPC 127.0.0.1:$(port_of "$k")"
-      rc=0
-    else
-      echo "table-$k: stopped"
-    fi
-  done
-  return "$rc"
-}
-
-down() {
-  local f pid waited
-  shopt -s nullglob
-  for f in "$VAR"/table-*.pid; do
-    pid="$(cat "$f")"
-    if kill -0 "$pid" 2>/dev/null; then
-      kill -TERM "$pid"
-      for ((waited = 0; waited < 200; waited++)); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-      done
-      kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
-    fi
-    rm -f "$f"
-  done
-}
+describe() { echo "gRPC 127.0.0.1:$(port_of "${1#table-}")"; }
 
 case "${1:-}" in
 up) up "${2:-3}" ;;
-status) status ;;
-down) down ;;
+status) proc_status "$VAR" describe ;;
+down) proc_down "$VAR" ;;
 *)
   echo "usage: $0 up [N]|status|down" >&2
   exit 2

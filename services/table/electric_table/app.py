@@ -26,7 +26,9 @@ from electric_table.driver import TableDriver
 from electric_table.handlers import DEFAULT_HAND_PAUSE_MS, HAND_PAUSE_ENV, TableHandlers
 from electric_table.metrics import TableMetrics
 from electric_table.ownership import (
+    OWNERSHIP_ENV,
     PARTITIONS,
+    SINGLE,
     PartitionOwnership,
     own_by_partitions,
     ownership_mode,
@@ -75,18 +77,23 @@ def finished_retention_s(environ: Mapping[str, str] | None = None) -> float:
 
 
 #: Whether this instance hosts the casino (THB rounds, UTH live tables): ``on`` (default) or
-#: ``off``. The casino is not under partition ownership yet (docs/scaling.md): with several
-#: table instances exactly one hosts it (docker-compose: ``table``), or its live tables
-#: would be driven by each of them.
+#: ``off`` — ``single`` ownership only. Under ``partitions`` ownership every instance serves
+#: THB and hosts the UTH tables of its partitions (docs/scaling.md), so the casino is on
+#: everywhere: ``off`` there is refused (its partitions' UTH tables would have no host).
 CASINO_ENV = "ELECTRIC_TABLE_CASINO"
 
 
-def casino_hosted(environ: Mapping[str, str] | None = None) -> bool:
-    """``ELECTRIC_TABLE_CASINO``: ``on`` (default) or ``off``."""
+def casino_hosted(environ: Mapping[str, str] | None = None, *, partitions: bool = False) -> bool:
+    """``ELECTRIC_TABLE_CASINO``: ``on`` (default) or ``off`` (not with ``partitions``)."""
     env = os.environ if environ is None else environ
     value = env.get(CASINO_ENV, "").strip().lower() or "on"
     if value not in ("on", "off"):
         raise ValueError(f"{CASINO_ENV} must be 'on' or 'off', got {value!r}")
+    if partitions and value == "off":
+        raise ValueError(
+            f"{CASINO_ENV}=off is for {OWNERSHIP_ENV}={SINGLE} only: with {PARTITIONS} every "
+            "instance hosts the casino's UTH tables of its partitions"
+        )
     return value == "on"
 
 
@@ -113,6 +120,7 @@ def make_setup(
         manager.start_driver = TableDriver(manager, handlers).start
         MANAGERS[id(host)] = manager
         by_partitions = (ownership or ownership_mode()) == PARTITIONS
+        with_casino = casino_hosted(partitions=by_partitions)  # refused before any work
         if not by_partitions:  # single: this instance owns (and resumes) every table
             resumed = await manager.recover()
             host.log.info("table.recovered", tables=resumed)
@@ -132,6 +140,8 @@ def make_setup(
         )
         start_wait = watch_start_wait_s()
         api: TableApi
+        owned: PartitionOwnership | None = None
+        address: Callable[[], str] | None = None
         if by_partitions:  # tables come and go with the group's assignment (docs/scaling.md)
             # Writers waiting on a lock a paused ex-owner holds must not take every worker
             # thread: the takeover (fence + rebuild) needs threads to end that wait.
@@ -139,15 +149,15 @@ def make_setup(
                 ThreadPoolExecutor(max_workers=PARTITIONS_WORKERS, thread_name_prefix="table")
             )
             address = advertised_address(host.config.grpc_host, lambda: host.grpc_port)
-            owned = await own_by_partitions(
+            by_part = await own_by_partitions(
                 manager, path, worker.group_id, SOURCE_TOPIC, owner=address
             )
-            OWNERSHIPS[id(host)] = owned
+            OWNERSHIPS[id(host)] = owned = by_part
             host.add_background(
-                "table-ownership-sweep", lambda: owned.sweep_forever(host.stopping), restart=True
+                "table-ownership-sweep", lambda: by_part.sweep_forever(host.stopping), restart=True
             )
             # Calls for another instance's table are forwarded to it (`routing`).
-            router = TableRouter(owned, path.engine, address, start_wait_s=start_wait)
+            router = TableRouter(by_part, path.engine, address, start_wait_s=start_wait)
             host.on_shutdown(router.close)
             api = RoutedTableApi(
                 handlers, host.stopping, manager, watch_start_wait_s=start_wait, router=router
@@ -161,9 +171,11 @@ def make_setup(
             table_pb2_grpc.add_TableServiceServicer_to_server,
             api,
         )
-        if casino_hosted():
-            await setup_casino(host, path)
-        else:  # another instance hosts the casino (not under partition ownership yet)
+        if with_casino:  # partitions: the UTH tables follow the same assignment
+            await setup_casino(
+                host, path, ownership=owned, advertised=address, start_wait_s=start_wait
+            )
+        else:  # single ownership: another instance (or nobody) hosts the casino
             host.log.info("table.casino_off", reason=f"{CASINO_ENV}=off")
 
     return setup_with

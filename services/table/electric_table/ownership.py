@@ -21,6 +21,7 @@ import contextlib
 import logging
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Protocol
 
 from aiokafka import ConsumerRebalanceListener, TopicPartition
 from aiokafka.partitioner import murmur2
@@ -57,9 +58,26 @@ def start_key(table_id: str) -> bytes:
 def partition_for(table_id: str, partitions: int) -> int:
     """The partition of ``table_id``'s starting events among ``partitions``: what Kafka's
     default partitioner (Java client and aiokafka alike) picks for :func:`start_key`."""
+    return partition_of_key(start_key(table_id), partitions)
+
+
+def partition_of_key(key: bytes, partitions: int) -> int:
+    """The partition Kafka's default partitioner picks for ``key`` among ``partitions``
+    (murmur2, as the Java client and aiokafka do)."""
     if partitions <= 0:
         raise ValueError(f"partitions must be > 0, got {partitions}")
-    return (int(murmur2(start_key(table_id))) & 0x7FFFFFFF) % partitions
+    return (int(murmur2(key)) & 0x7FFFFFFF) % partitions
+
+
+class PartitionFollower(Protocol):
+    """Something else owned by the same assignment (the casino's live UTH tables): told of
+    the partitions this instance gains and loses, after the tournament tables."""
+
+    async def on_assigned(self, partitions: set[int]) -> int:
+        """Own what lives on ``partitions`` (new to this instance); returns how many."""
+
+    async def on_revoked(self, partitions: set[int]) -> int:
+        """Stop owning what lives on ``partitions``; returns how many were dropped."""
 
 
 #: Lock-timeout retries of a takeover (each waits ``fencing.LOCK_TIMEOUT_MS``).
@@ -94,6 +112,8 @@ class PartitionOwnership:
         #: during the assignment): the sweep retries them until they are.
         self.unloaded: set[int] = set()
         self._live_ids = live_ids
+        #: Also owned by this assignment (``casino.uth_ownership``): told after the tables.
+        self.followers: list[PartitionFollower] = []
 
     @property
     def owner(self) -> str:
@@ -111,7 +131,11 @@ class PartitionOwnership:
         partition not assigned here."""
         if not self.owns(table_id):
             raise PermissionError(f"table {table_id} is not on a partition of this instance")
-        resource = table_stream(table_id)
+        return self.take(table_stream(table_id), table_id)
+
+    def take(self, resource: str, table_id: str) -> Fence:
+        """Take ``resource``'s fencing epoch under this instance's name (own transaction),
+        ending a paused ex-owner's session that holds its row (``TAKE_ATTEMPTS``)."""
         for attempt in range(1, TAKE_ATTEMPTS + 1):
             try:
                 with self.engine.begin() as conn:
@@ -139,6 +163,11 @@ class PartitionOwnership:
         self.unloaded |= new
         loaded = await self._load_unloaded()
         log.info("table.partitions_assigned", extra={"partitions": sorted(new), "tables": loaded})
+        for follower in self.followers:
+            try:
+                await follower.on_assigned(new)
+            except Exception as exc:  # never into the group; the follower's sweep retries
+                log.warning("table.assign_load_failed", extra={"error": str(exc), "tables": 0})
         return loaded
 
     async def _load_unloaded(self) -> int:
@@ -178,6 +207,8 @@ class PartitionOwnership:
                 await self.manager.disown(table_id)
                 dropped += 1
         log.info("table.partitions_revoked", extra={"partitions": sorted(gone), "tables": dropped})
+        for follower in self.followers:
+            await follower.on_revoked(gone)
         return dropped
 
     async def sweep(self) -> int:

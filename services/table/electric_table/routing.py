@@ -94,7 +94,11 @@ def relayed(err: grpc.aio.AioRpcError, owner: str, table_id: str) -> ServiceErro
 
 
 class TableRouter:
-    """Which instance serves a table call, and the forwarding of it there."""
+    """Which instance serves a table call, and the forwarding of it there (TableService;
+    the casino's UTH tables subclass it: ``casino.uth_routing``)."""
+
+    #: gRPC path prefix of the forwarded methods.
+    service = _SERVICE
 
     def __init__(
         self,
@@ -132,7 +136,7 @@ class TableRouter:
         names this instance) and for a forwarded call that reached a non-owner. ``wait``:
         a table being started (read model written, not taken yet) is waited for up to
         ``start_wait_s`` (WatchTable right after the table filled)."""
-        if not table_id or self.ownership.owns(table_id):
+        if not table_id or self._owns(table_id):
             return None
         if _forwarded(context):
             if await asyncio.to_thread(self._settled, table_id):
@@ -150,7 +154,7 @@ class TableRouter:
                     self._owners.clear()
                 self._owners[table_id] = (owner, loop.time() + self.owner_ttl_s)
                 return owner
-            if self.ownership.owns(table_id):  # assigned here meanwhile
+            if self._owns(table_id):  # assigned here meanwhile
                 return None
             if loop.time() >= give_up:
                 break
@@ -161,6 +165,10 @@ class TableRouter:
             # so the store's view is served here.
             return None
         raise Unavailable(f"table {table_id} is moving between instances; retry")
+
+    def _owns(self, table_id: str) -> bool:
+        """Whether this instance serves ``table_id`` (its partition is assigned here)."""
+        return self.ownership.owns(table_id)
 
     def _settled(self, table_id: str) -> bool:
         """Whether ``table_id`` exists and will never be driven again (finished, invalid)."""
@@ -185,16 +193,24 @@ class TableRouter:
         return md
 
     async def unary(
-        self, owner: str, method: str, request: Message, response: type[R], context: Any
+        self,
+        owner: str,
+        method: str,
+        request: Message,
+        response: type[R],
+        context: Any,
+        *,
+        table_id: str | None = None,
     ) -> R:
         """Call ``method`` on ``owner`` with the caller's metadata; its answer is ours."""
         call = self._channel(owner).unary_unary(
-            _SERVICE + method,
+            self.service + method,
             request_serializer=lambda m: m.SerializeToString(),
             response_deserializer=response.FromString,
         )
         self.forwarded += 1
-        table_id = str(getattr(request, "table_id", ""))
+        if table_id is None:
+            table_id = str(getattr(request, "table_id", ""))
         try:
             result: R = await call(
                 request, metadata=self._metadata(context), timeout=context.time_remaining()
@@ -204,14 +220,29 @@ class TableRouter:
             raise relayed(err, owner, table_id) from err
         return result
 
-    async def watch(
+    def watch(
         self, owner: str, request: table_pb2.WatchTableRequest, context: Any
     ) -> AsyncIterator[table_pb2.WatchTableResponse]:
         """The owner's WatchTable stream, relayed item by item (cancelled with ours)."""
+        return self.stream(
+            owner, "WatchTable", request, table_pb2.WatchTableResponse, context, request.table_id
+        )
+
+    async def stream(
+        self,
+        owner: str,
+        method: str,
+        request: Message,
+        response: type[R],
+        context: Any,
+        table_id: str,
+    ) -> AsyncIterator[R]:
+        """The owner's server stream ``method``, relayed item by item (cancelled with
+        ours); it ends as the owner's ends (UNAVAILABLE when the table moves)."""
         call = self._channel(owner).unary_stream(
-            _SERVICE + "WatchTable",
+            self.service + method,
             request_serializer=lambda m: m.SerializeToString(),
-            response_deserializer=table_pb2.WatchTableResponse.FromString,
+            response_deserializer=response.FromString,
         )
         self.forwarded += 1
         stream = call(request, metadata=self._metadata(context))
@@ -219,8 +250,8 @@ class TableRouter:
             async for item in stream:
                 yield item
         except grpc.aio.AioRpcError as err:
-            self._forget(request.table_id, err)
-            raise relayed(err, owner, request.table_id) from err
+            self._forget(table_id, err)
+            raise relayed(err, owner, table_id) from err
         finally:
             stream.cancel()
 

@@ -38,8 +38,9 @@ def test_compose_runs_three_table_instances_on_one_store() -> None:
         assert env["ELECTRIC_TABLE_OWNERSHIP"] == "partitions"
         assert env["ELECTRIC_TABLE_ADVERTISED_ADDRESS"] == f"{name}:50052"
         assert env["ELECTRIC_GRPC_PORT"] == "50052" and env["ELECTRIC_METRICS_PORT"] == "9102"
-        # The casino is not under partition ownership: exactly one instance hosts it.
-        assert env.get("ELECTRIC_TABLE_CASINO", "on") == ("on" if k == 0 else "off")
+        # The casino follows partition ownership: every instance hosts its share (`off`
+        # is refused with partitions ownership).
+        assert env.get("ELECTRIC_TABLE_CASINO", "on") == "on"
         # Same store, same keys and Kafka: one deployment of one service.
         for key in ("DATABASE_URL", "KAFKA_BOOTSTRAP_SERVERS", "ELECTRIC_AUTH_SIGNING_KEY_FILE"):
             assert env[key] == envs["table"][key]

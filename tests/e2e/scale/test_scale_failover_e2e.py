@@ -41,6 +41,15 @@ from electric.table.v1 import events_pb2 as tev
 from electric_bots.runner import BotRunner, BotRunnerConfig, Targets
 from electric_eventlog import EventStore
 from electric_eventlog.kafka import KafkaBus
+from scale_casino import (
+    UTH_BOTS,
+    casino_env,
+    casino_runner,
+    check_uth_rounds,
+    play_on,
+    uth_owner,
+    uth_rounds_played,
+)
 from scale_fleet import Member, StoreProbe, TableFleet, base_env
 
 from tests.e2e.platform.platform_cluster import Proc, free_port, wait_serving
@@ -111,6 +120,7 @@ def platform(postgres_url: str, kafka_bootstrap: str, tmp_path: Path) -> Iterato
             "ELECTRIC_SHUTDOWN_GRACE_SECONDS": "5",
             "ELECTRIC_VAR_DIR": str(tmp_path / "var"),
             "ELECTRIC_TABLE_HAND_PAUSE_MS": "0",
+            **casino_env(),  # UTH windows when ELECTRIC_E2E_SCALE_UTH_BOTS > 0
             **{
                 f"ELECTRIC_{n.upper()}_TARGET": "ipv4:"
                 + ",".join(p.target for p in procs.values() if p.name == n)
@@ -163,9 +173,12 @@ async def _poll(check: object, what: str, timeout: float, plat: Platform) -> Non
         await asyncio.sleep(0.2)
 
 
-async def _kill_the_busiest(plat: Platform, probe: StoreProbe) -> tuple[Member, dict[str, float]]:
-    """SIGKILL the instance owning the most running tables; per moved table, seconds from
-    the kill to the next event appended to it."""
+async def _kill_the_busiest(
+    plat: Platform, probe: StoreProbe, prefer: str = ""
+) -> tuple[Member, dict[str, float]]:
+    """SIGKILL the instance owning the most running tables (``prefer``, an address, when it
+    owns running tables too: the UTH table's owner); per moved table, seconds from the kill
+    to the next event appended to it."""
     fleet = plat.fleet
     alive = {m.address for m in fleet.members if m.alive}
 
@@ -180,7 +193,8 @@ async def _kill_the_busiest(plat: Platform, probe: StoreProbe) -> tuple[Member, 
 
     await _poll(lambda: len(running_by_owner()) >= 2, "tables running on two instances", 180, plat)
     by_owner = running_by_owner()
-    victim = fleet.by_address(max(by_owner, key=lambda a: len(by_owner[a])))
+    busiest = max(by_owner, key=lambda a: len(by_owner[a]))
+    victim = fleet.by_address(prefer if prefer in by_owner else busiest)
     fleet.signal(victim, signal.SIGKILL)
     killed_at = time.monotonic()
     moved = set(by_owner[victim.address])
@@ -300,8 +314,15 @@ async def test_three_instances_survive_a_kill_and_a_join(
     runner.stats.acked_acts = set()
     began = time.monotonic()
     play = asyncio.create_task(runner.run())
+    # Opt-in (ELECTRIC_E2E_SCALE_UTH_BOTS): casino bots through the same fleet (scale_casino).
+    casino = casino_runner(plat.target("registration"), fleet.target(), plat.target("wallet"))
+    casino_play = asyncio.create_task(casino.run()) if casino is not None else None
     try:
-        victim, latency = await _kill_the_busiest(plat, probe)
+        if casino is not None:
+            await _poll(lambda: uth_rounds_played(casino) >= 2, "UTH rounds", 180, plat)
+        uth_at_kill = uth_rounds_played(casino) if casino is not None else 0
+        uth_held_by = uth_owner(fleet.db_url) if casino is not None else ""
+        victim, latency = await _kill_the_busiest(plat, probe, prefer=uth_held_by)
         worst = max(latency.values())
         print(
             f"\nkill -9 table-{victim.no}: {len(latency)} tables continued elsewhere; "
@@ -333,10 +354,24 @@ async def test_three_instances_survive_a_kill_and_a_join(
             await asyncio.wait({play}, timeout=30)
             pytest.fail(f"bots did not finish: {runner.stats}\n{plat.logs()}")
         stats = play.result()
+        if casino is not None and casino_play is not None:
+            after = await play_on(casino, uth_at_kill, 3 * UTH_BOTS, 180)
+            casino.stop.set()
+            await asyncio.wait({casino_play}, timeout=60)
+            assert casino.stats.errors == 0, casino.stats.last_errors
+            uth = check_uth_rounds(fleet.db_url)
+            print(
+                f"\nUTH: the killed instance owned uth-1: {uth_held_by == victim.address}; "
+                f"rounds seen by the bots after the kill (summed over bots) {after}; "
+                f"table rounds {uth}"
+            )
     finally:
         if not play.done():
             runner.stop.set()
             await asyncio.wait({play}, timeout=30)
+        if casino is not None and casino_play is not None and not casino_play.done():
+            casino.stop.set()
+            await asyncio.wait({casino_play}, timeout=30)
     played = time.monotonic() - began
     assert stats.errors == 0, stats.last_errors
     assert len(stats.tables_finished) >= TOURNAMENTS

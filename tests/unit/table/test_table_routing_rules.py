@@ -61,3 +61,25 @@ def test_group_timings_fail_over_within_seconds_and_are_checked() -> None:
         group_timings({"ELECTRIC_TABLE_HEARTBEAT_MS": "2500"})
     with pytest.raises(ValueError, match="> 0"):
         group_timings({"ELECTRIC_TABLE_REBALANCE_TIMEOUT_MS": "0"})
+
+
+def test_a_uth_table_is_on_the_partition_of_registrations_casino_table_stream() -> None:
+    from aiokafka.partitioner import DefaultPartitioner
+    from electric_registration.casino.lobby import casino_stream
+    from electric_table.casino.uth_ownership import uth_partition, uth_resource
+
+    parts = list(range(6))
+    for n in range(1, 60):
+        # Registration's stream of the table: its events' Kafka key (stream id).
+        key = casino_stream(f"uth-{n}").encode()
+        assert uth_resource(f"uth-{n}").encode() == key == f"casino-table-uth-{n}".encode()
+        assert uth_partition(f"uth-{n}", 6) == DefaultPartitioner()(key, parts, parts)
+
+
+def test_casino_off_is_for_single_ownership_only() -> None:
+    from electric_table.app import casino_hosted
+
+    assert casino_hosted({}) and casino_hosted({}, partitions=True)
+    assert not casino_hosted({"ELECTRIC_TABLE_CASINO": "off"})
+    with pytest.raises(ValueError, match="every instance hosts"):
+        casino_hosted({"ELECTRIC_TABLE_CASINO": "off"}, partitions=True)

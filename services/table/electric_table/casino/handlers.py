@@ -40,6 +40,7 @@ from electric_domain.casino.common.game_number import next_game_number
 from electric_domain.casino.common.money import BetResult, Outcome
 from electric_domain.casino.thb.round import ThbRound
 from electric_eventlog import ConcurrencyError, EventStore
+from electric_eventlog.fencing import Fence, FencedError
 from electric_platform import (
     Aborted,
     FailedPrecondition,
@@ -77,6 +78,11 @@ def refusal(rej: Rejected) -> ServiceError:
     if rej.reason is RejectReason.BAD_AMOUNT:
         return InvalidArgument(str(rej))
     return FailedPrecondition(f"{rej.reason.value}: {rej}")
+
+
+class TableMoved(Aborted):
+    """A write by an instance that no longer owns the UTH table (its fence was taken by the
+    new owner, docs/scaling.md): nothing was stored; the retry reaches the new owner."""
 
 
 @dataclass
@@ -144,21 +150,32 @@ class CasinoHandlers:
     def _prior(self, who: str, request_id: str, rpc: str) -> repo.RequestRow | None:
         with self.engine.connect() as conn:
             prior = repo.get_request(conn, who, request_id)
-        if prior is None:
-            return None
-        if prior.rpc != rpc:
-            raise InvalidArgument(f"request_id {request_id!r} was already used for {prior.rpc}")
-        if prior.code != "OK":
-            raise ServiceError(prior.message, code=grpc.StatusCode[prior.code])
-        return prior
+        return answered(prior, request_id, rpc)
 
     def _refuse(
-        self, who: str, request_id: str, rpc: str, round_id: str, err: ServiceError
+        self,
+        who: str,
+        request_id: str,
+        rpc: str,
+        round_id: str,
+        err: ServiceError,
+        fence: Fence | None = None,
     ) -> None:
-        with self.engine.begin() as conn:
-            repo.insert_request(
-                conn, who, request_id, repo.RequestRow(rpc, round_id, err.code.name, err.message)
-            )
+        """Store a refusal (a retry gets it again); under ``fence``, only while still the
+        owner of the UTH table (a stale owner's refusal must not answer the new owner's
+        retry)."""
+        try:
+            with self.engine.begin() as conn:
+                if fence is not None:
+                    fence.check(conn)
+                repo.insert_request(
+                    conn,
+                    who,
+                    request_id,
+                    repo.RequestRow(rpc, round_id, err.code.name, err.message),
+                )
+        except FencedError as exc:
+            raise TableMoved(f"{fence_table(exc)} moved to another instance; retry") from exc
 
     # ---------------------------------------------------------------------- commands
 
@@ -391,13 +408,23 @@ class CasinoHandlers:
         if status is not None:
             await self.run_owed(key.round_id)
 
-    async def _tx(self, write: Callable[[Connection], None], round_id: str) -> None:
+    async def _tx(
+        self, write: Callable[[Connection], None], round_id: str, fence: Fence | None = None
+    ) -> None:
+        """``write`` in one transaction; with ``fence`` (a UTH table under partition
+        ownership) the epoch is checked first, in the same transaction."""
+
         def tx() -> None:
             with self.engine.begin() as conn:
+                if fence is not None:
+                    fence.check(conn)
                 write(conn)
 
         try:
             await asyncio.to_thread(tx)
+        except FencedError as exc:
+            log.warning("uth.fenced", extra={"round_id": round_id, "error": str(exc)})
+            raise TableMoved(f"{fence_table(exc)} moved to another instance; retry") from exc
         except ConcurrencyError as exc:
             raise Aborted(f"round {round_id} changed concurrently; retry") from exc
         except Exception as exc:
@@ -414,11 +441,15 @@ class CasinoHandlers:
 
     # ----------------------------------------------------------------------- restart
 
-    async def recover(self) -> dict[str, int]:
+    async def recover(self, *, resolve_intents: bool = True) -> dict[str, int]:
         """Replay every open THB round; apply the auto-void rule to left intents (module
-        doc). Live UTH rounds are resumed by ``uth_tables.UthTables.recover``."""
+        doc). Live UTH rounds are resumed by ``uth_tables.UthTables.recover``.
+
+        Not ``resolve_intents`` (several instances, ``partitions`` ownership): an intent
+        seen now may be a live peer's command between its reservation and its append, not
+        a crash; the periodic sweep applies the rule once an intent is 60 s old."""
         with self.engine.connect() as conn:
-            intents = repo.intents(conn)
+            intents = repo.intents(conn) if resolve_intents else []
             open_rounds = [r for r in repo.open_rounds(conn) if r.game == "thb"]
         voided = await self._resolve_intents(intents)
         broken = 0
@@ -453,7 +484,7 @@ class CasinoHandlers:
                     continue
                 loaded = await asyncio.to_thread(self.load, b.round_id)
                 if loaded is not None:
-                    await self._void(loaded, AUTO_VOID_REASON, "auto", None)
+                    await self._auto_void(loaded)
                     voided.add(b.round_id)
                     continue
             orphans[b.bet_id] = repo.VOID
@@ -462,6 +493,20 @@ class CasinoHandlers:
                 repo.owe(conn, orphans)
             self.work.wake.set()
         return voided
+
+    async def _auto_void(self, loaded: Loaded) -> None:
+        """Void ``loaded`` by the auto-void rule. Another instance applying the same rule
+        at the same moment (both recovering or sweeping) appends first: our append at the
+        same version fails (ABORTED) — or our read already saw its void (the domain refuses
+        a second one) — and the round, read again, is resolved: one ``CasinoRoundVoided``,
+        every reservation voided once."""
+        try:
+            await self._void(loaded, AUTO_VOID_REASON, "auto", None)
+        except (Aborted, FailedPrecondition):
+            again = await asyncio.to_thread(self.load, loaded.row.round_id)
+            if again is None or again.row.status == repo.OPEN:
+                raise
+            log.info("casino.auto_void_raced", extra={"round_id": loaded.row.round_id})
 
     async def sweep_intents(self, min_age_s: float = 60.0) -> int:
         """The periodic sweep: intents seen by earlier sweeps at least ``min_age_s`` ago (a
@@ -494,6 +539,23 @@ class CasinoHandlers:
                 await asyncio.wait_for(stop.wait(), timeout=interval_s)
 
 
+def answered(prior: repo.RequestRow | None, request_id: str, rpc: str) -> repo.RequestRow | None:
+    """A stored answer of ``request_id``: None (never answered), the row (answered OK), or
+    its stored refusal raised (also when the id was used for another rpc)."""
+    if prior is None:
+        return None
+    if prior.rpc != rpc:
+        raise InvalidArgument(f"request_id {request_id!r} was already used for {prior.rpc}")
+    if prior.code != "OK":
+        raise ServiceError(prior.message, code=grpc.StatusCode[prior.code])
+    return prior
+
+
+def fence_table(exc: FencedError) -> str:
+    """``UTH table <id>`` of a fenced write (resource ``casino-table-<id>``)."""
+    return "UTH table " + exc.resource.removeprefix("casino-table-")
+
+
 def _settlement_ops(round_id: str, results: tuple[BetResult, ...]) -> dict[str, str]:
     """A lost or won bet's reservation is posted; a pushed one is voided."""
     ops = {}
@@ -505,4 +567,12 @@ def _settlement_ops(round_id: str, results: tuple[BetResult, ...]) -> dict[str, 
     return ops
 
 
-__all__ = ["AUTO_VOID_REASON", "CasinoHandlers", "Loaded", "casino_stream", "service_error"]
+__all__ = [
+    "AUTO_VOID_REASON",
+    "CasinoHandlers",
+    "Loaded",
+    "TableMoved",
+    "answered",
+    "casino_stream",
+    "service_error",
+]

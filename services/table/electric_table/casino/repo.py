@@ -199,12 +199,25 @@ def forget_intent(conn: Connection, bet_id: str) -> None:
     conn.execute(delete(t.casino_bets).where(c.bet_id == bet_id, c.owed_op == INTENT))
 
 
+class IntentResolved(Exception):
+    """A bet to place whose intent is no longer an intent: the auto-void rule (another
+    instance's sweep or recovery) resolved it meanwhile, so its reservation is voided or
+    owed a void. The placing transaction must roll back."""
+
+
 def mark_placed(conn: Connection, bet_ids: Sequence[str]) -> None:
-    """In the transaction appending BetPlaced: the reservation belongs to a placed bet."""
-    if bet_ids:
-        conn.execute(
-            update(t.casino_bets).where(t.casino_bets.c.bet_id.in_(bet_ids)).values(owed_op="")
+    """In the transaction appending BetPlaced: the reservation belongs to a placed bet.
+    Raises :class:`IntentResolved` when one of them is no longer an intent."""
+    wanted = set(bet_ids)
+    if wanted:
+        c = t.casino_bets.c
+        done = conn.execute(
+            update(t.casino_bets)
+            .where(c.bet_id.in_(wanted), c.owed_op == INTENT)
+            .values(owed_op="")
         )
+        if done.rowcount != len(wanted):
+            raise IntentResolved(f"{len(wanted) - done.rowcount} bet(s) already resolved")
 
 
 def owe(conn: Connection, ops: dict[str, str]) -> None:
@@ -257,6 +270,24 @@ def get_request(conn: Connection, player_id: str, request_id: str) -> RequestRow
         select(t.casino_requests).where(c.player_id == player_id, c.request_id == request_id)
     ).first()
     return None if row is None else RequestRow(row.rpc, row.round_id, row.code, row.message)
+
+
+def get_requests(
+    conn: Connection, keys: Sequence[tuple[str, str]]
+) -> dict[tuple[str, str], RequestRow]:
+    """The stored answers of several (player or operator, request id) keys, in ONE query
+    (a UTH pass carries up to 64 commands)."""
+    if not keys:
+        return {}
+    c = t.casino_requests.c
+    wanted = or_(*(and_(c.player_id == p, c.request_id == r) for p, r in dict.fromkeys(keys)))
+    rows = conn.execute(select(t.casino_requests).where(wanted)).all()
+    return {
+        (str(row.player_id), str(row.request_id)): RequestRow(
+            row.rpc, row.round_id, row.code, row.message
+        )
+        for row in rows
+    }
 
 
 def insert_request(conn: Connection, player_id: str, request_id: str, req: RequestRow) -> None:

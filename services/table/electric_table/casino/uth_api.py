@@ -106,10 +106,13 @@ class UthApi:
     async def WatchCasinoTable(
         self, request: casino_pb2.WatchCasinoTableRequest, context: Any
     ) -> AsyncIterator[casino_pb2.WatchCasinoTableResponse]:
-        """The caller's view now, then at every change (and at least every few seconds)."""
+        """The caller's view now, then at every change (and at least every few seconds).
+        Ends UNAVAILABLE when the table is dropped here (its partition moved): the client
+        reconnects and reaches the new owner."""
         principal = current_principal()
         t = await self.uth.table(request.table_id)
         while not self._stopping.is_set():
+            t.check_owned()
             changed = t.changed
             view = await self.table_view(t, principal.subject)
             yield casino_pb2.WatchCasinoTableResponse(view=view)

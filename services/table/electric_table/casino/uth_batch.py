@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING
 import electric_domain.casino.uth.events as uth
 from electric_domain.casino.common.errors import Rejected, RejectReason
 from electric_domain.casino.uth.round import UthRound
+from electric_eventlog.fencing import FencedError
 from electric_platform import (
     Aborted,
     FailedPrecondition,
@@ -45,7 +47,7 @@ from electric_platform import (
 )
 
 from electric_table.casino import money, repo, uth_records
-from electric_table.casino.handlers import refusal
+from electric_table.casino.handlers import TableMoved, answered, fence_table, refusal
 
 if TYPE_CHECKING:
     from electric_table.casino.uth_tables import LiveTable, UthTables
@@ -136,19 +138,25 @@ def take_batch(pending: list[Queued]) -> list[Queued]:
 
 
 async def reserve_bets(
-    tables: UthTables, bets: Sequence[repo.BetRow]
+    tables: UthTables, t: LiveTable, bets: Sequence[repo.BetRow]
 ) -> list[BaseException | None]:
     """Intents of ``bets`` in one transaction, then their wallet reservations at once: the
-    outcome of each (None: reserved)."""
+    outcome of each (None: reserved). The intents check the table's fence (``partitions``
+    ownership): a stale owner reserves nothing in the wallet."""
     if not bets:
         return []
 
     def intents() -> None:
-        with tables.engine.begin() as conn:
-            for b in bets:
-                repo.record_intent(conn, b)
+        try:
+            with tables.engine.begin() as conn:
+                if t.fence is not None:
+                    t.fence.check(conn)
+                for b in bets:
+                    repo.record_intent(conn, b)
+        except FencedError as exc:
+            raise TableMoved(f"{fence_table(exc)} moved to another instance; retry") from exc
 
-    await asyncio.to_thread(intents)
+    await tables.refuse(t, intents)
     wallet = tables.base.wallet
     return list(
         await asyncio.gather(
@@ -225,6 +233,7 @@ class BetBatches:
 
     async def _pass(self, t: LiveTable, batch: list[Queued]) -> None:
         tables = self.tables
+        t.check_owned()  # dropped here while these waited for the lock: UNAVAILABLE, retry
         tables.base.metrics.placements_per_pass.observe(len(batch))
         fresh = await asyncio.to_thread(self._unanswered, batch)
         if not fresh:
@@ -239,7 +248,7 @@ class BetBatches:
             for i in fresh:
                 i.answer(FailedPrecondition(f"round {i.round_id} is over") if i in over else closed)
             if over:
-                await asyncio.to_thread(self._store_refusals, over, "")
+                await tables.refuse(t, functools.partial(self._store_refusals, t, over, ""))
             return
         round_id = t.book.round_id
         try:
@@ -248,7 +257,9 @@ class BetBatches:
             start, book_before = len(t.round.history), copy.deepcopy(t.book)
             segments = self._run_steps(t, [i for i in fresh if not i.done], now, refused)
             if refused:
-                await asyncio.to_thread(self._store_refusals, refused, round_id)
+                await tables.refuse(
+                    t, functools.partial(self._store_refusals, t, refused, round_id)
+                )
             parts = [
                 (item, t.book.translate(events, request_id=item.request_id))
                 for item, events in segments
@@ -321,7 +332,7 @@ class BetBatches:
         """Reserve every new bet; what stands (module doc, step 4)."""
         assert t.round is not None and t.book is not None
         bets = [b for _, part in parts for b in part.new_bets]
-        got = await reserve_bets(self.tables, bets)
+        got = await reserve_bets(self.tables, t, bets)
         outcomes = dict(zip((b.bet_id for b in bets), got, strict=True))
         standing, failed = [], []
         for item, part in parts:
@@ -352,11 +363,16 @@ class BetBatches:
         return again
 
     def _unanswered(self, batch: list[Queued]) -> list[Queued]:
-        """The placements never answered before; the others get their stored answer."""
+        """The placements never answered before; the others get their stored answer (ONE
+        query for the whole batch)."""
+        with self.tables.engine.connect() as conn:
+            stored = repo.get_requests(conn, [(item.player, item.request_id) for item in batch])
         fresh = []
         for item in batch:
             try:
-                prior = self.tables.base._prior(item.player, item.request_id, item.rpc)
+                prior = answered(
+                    stored.get((item.player, item.request_id)), item.request_id, item.rpc
+                )
             except ServiceError as err:
                 item.answer(err)
                 continue
@@ -366,12 +382,12 @@ class BetBatches:
                 fresh.append(item)
         return fresh
 
-    def _store_refusals(self, refused: list[Queued], round_id: str) -> None:
+    def _store_refusals(self, t: LiveTable, refused: list[Queued], round_id: str) -> None:
         for item in refused:
             err = item.error
             assert isinstance(err, ServiceError)
             rid = item.round_id or round_id
-            self.tables.base._refuse(item.player, item.request_id, item.rpc, rid, err)
+            self.tables.base._refuse(item.player, item.request_id, item.rpc, rid, err, t.fence)
 
 
 __all__ = [

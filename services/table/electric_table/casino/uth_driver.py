@@ -14,6 +14,7 @@ import contextlib
 import logging
 
 from electric_table.casino import repo
+from electric_table.casino.handlers import TableMoved
 from electric_table.casino.uth_tables import LiveTable, UthTables
 
 log = logging.getLogger(__name__)
@@ -41,6 +42,8 @@ class UthDriver:
                     delay = await self.step(t)
             except asyncio.CancelledError:
                 raise
+            except TableMoved:  # fenced: another instance owns the table; it is being dropped
+                return
             except Exception:
                 log.exception("uth.driver_step_failed", extra={"table_id": t.table_id})
                 delay = 1.0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from electric.table.v1 import casino_events_pb2 as cev
 from electric_eventlog import EventStore
+from electric_eventlog.fencing import Fence
 from sqlalchemy import Engine
 
 from electric_table.casino import repo, uth_records
@@ -19,10 +20,15 @@ from electric_table.casino.handlers import casino_stream
 UNREPLAYABLE_REASON = "auto-void: the round could not be replayed consistently after a restart"
 
 
-def void_unreplayable(engine: Engine, store: EventStore, round_id: str) -> list[str]:
+def void_unreplayable(
+    engine: Engine, store: EventStore, round_id: str, fence: Fence | None = None
+) -> list[str]:
     """Void the open round ``round_id`` from its rows (module doc); returns the bet ids whose
-    reservations are now owed a void (empty if the round was not open)."""
+    reservations are now owed a void (empty if the round was not open). With ``fence`` (the
+    table's, ``partitions`` ownership) only while still its owner (else ``FencedError``)."""
     with engine.begin() as conn:
+        if fence is not None:
+            fence.check(conn)
         row = repo.get_round(conn, round_id)
         if row is None or row.status != repo.OPEN:
             return []

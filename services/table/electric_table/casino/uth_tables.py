@@ -19,6 +19,12 @@ domain changed the live round reloads it from its stream.
 first Tick resolves the windows that expired meanwhile (auto-check, auto-fold, settlement).
 An intent of an open UTH round (crash between reservation and append) is voided when the
 round ends — the round never placed that bet, so it continues consistently.
+
+**Ownership** (``ELECTRIC_TABLE_OWNERSHIP=partitions``, :mod:`uth_ownership`): a table is
+hosted only by the instance owning its partition (``owns``); loading it first takes its
+fence (``fencer``, resource ``casino-table-<id>``) and every write checks that epoch in its
+transaction. A fenced write (the table moved while this instance was paused) stores
+nothing, answers ABORTED and drops the table here (:meth:`UthTables.disown`).
 """
 
 from __future__ import annotations
@@ -26,11 +32,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import electric_domain.casino.uth.events as uth
 from electric.table.v1 import casino_events_pb2 as cev
@@ -38,12 +46,18 @@ from electric_domain.casino.common.config import CasinoConfig
 from electric_domain.casino.common.errors import Rejected
 from electric_domain.casino.common.game_number import next_game_number
 from electric_domain.casino.uth.round import BETTING, UthRound
-from electric_platform import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
-from electric_platform.config import env_ms
+from electric_eventlog.fencing import Fence
+from electric_platform import (
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    Unavailable,
+)
 from sqlalchemy import Connection
 
 from electric_table.casino import repo, uth_records
-from electric_table.casino.handlers import CasinoHandlers, casino_stream, refusal
+from electric_table.casino.handlers import CasinoHandlers, TableMoved, casino_stream, refusal
 from electric_table.casino.uth_batch import (
     DECIDE,
     BetBatches,
@@ -52,39 +66,15 @@ from electric_table.casino.uth_batch import (
     undo_reservations,
 )
 from electric_table.casino.uth_recovery import void_unreplayable
+from electric_table.casino.uth_settings import DEFAULT_PAUSE_MS, pause_ms, uth_config
 
 log = logging.getLogger(__name__)
 
 UTH_TABLE = re.compile(r"^uth-[0-9]+$")
-#: Window lengths from the environment (ms); unset = the casino configuration's.
-GREEN_ENV, YELLOW_ENV = "ELECTRIC_TABLE_UTH_GREEN_MS", "ELECTRIC_TABLE_UTH_YELLOW_MS"
-DECISION_ENV, PAUSE_ENV = "ELECTRIC_TABLE_UTH_DECISION_MS", "ELECTRIC_TABLE_UTH_PAUSE_MS"
-DEFAULT_PAUSE_MS = 3000
 #: Seconds a failed change retries reloading its round before the table is marked broken.
 RESTORE_BUDGET_S = 300.0
 
 Request = tuple[str, str, str]
-
-
-def uth_config(config: CasinoConfig, environ: dict[str, str] | None = None) -> CasinoConfig:
-    """``config`` with the UTH windows overridden from the environment."""
-    u = config.uth
-    green, yellow, decision = (
-        env_ms(var, default, environ)
-        for var, default in (
-            (GREEN_ENV, u.green_ms),
-            (YELLOW_ENV, u.yellow_ms),
-            (DECISION_ENV, u.decision_ms),
-        )
-    )
-    if (green, yellow, decision) == (u.green_ms, u.yellow_ms, u.decision_ms):
-        return config
-    timed = dataclasses.replace(u, green_ms=green, yellow_ms=yellow, decision_ms=decision)
-    return dataclasses.replace(config, uth=timed)
-
-
-def pause_ms(environ: dict[str, str] | None = None) -> int:
-    return env_ms(PAUSE_ENV, DEFAULT_PAUSE_MS, environ)
 
 
 @dataclass
@@ -102,6 +92,11 @@ class LiveTable:
     task: asyncio.Task[None] | None = None
     #: PlaceBets waiting for the lock; the next holder carries them (``uth_batch``).
     pending: list[Queued] = field(default_factory=list)
+    #: The epoch this instance holds on the table (``partitions`` ownership; None: single).
+    fence: Fence | None = None
+    #: Dropped here (its partition moved, or a write was fenced): nothing more is written
+    #: through this object; its watchers end with UNAVAILABLE and reconnect.
+    disowned: bool = False
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -116,6 +111,11 @@ class LiveTable:
     @property
     def live(self) -> bool:
         return self.round is not None and not self.round.finished
+
+    def check_owned(self) -> None:
+        """UNAVAILABLE (retry: it reaches the new owner) once the table was dropped here."""
+        if self.disowned:
+            raise Unavailable(f"UTH table {self.table_id} moved to another instance; retry")
 
     def seat_of(self, player_id: str) -> int | None:
         if self.round is None:
@@ -147,6 +147,14 @@ class UthTables:
         self.start_driver: Callable[[LiveTable], asyncio.Task[None]] | None = None
         self._owed_tasks: set[asyncio.Task[None]] = set()
         self.bets = BetBatches(self)
+        #: ``partitions`` ownership (set by ``uth_ownership``): whether a table is this
+        #: instance's, and the take of its fence before it is rebuilt. None: single mode.
+        self.owns: Callable[[str], bool] | None = None
+        self.fencer: Callable[[str], Fence] | None = None
+        #: Tables whose write was fenced here: not taken again before their partition is
+        #: assigned here again (a resumed stale instance must not take a table back).
+        self.lost: set[str] = set()
+        self._background: set[asyncio.Task[bool]] = set()
 
     def now_ms(self) -> int:
         return self.base.now_ms()
@@ -204,9 +212,15 @@ class UthTables:
             waited += delay
             delay = min(delay * 2, 2.0)
 
+    def mine(self, table_id: str) -> bool:
+        """Whether this instance may host ``table_id`` (always, in single mode)."""
+        return self.owns is None or (self.owns(table_id) and table_id not in self.lost)
+
     async def table(self, table_id: str) -> LiveTable:
         """The live table (loaded and driven from its first use). Only a table registration
-        seated someone at (or with rounds) is hosted: any other answers NOT_FOUND."""
+        seated someone at (or with rounds) is hosted: any other answers NOT_FOUND. Under
+        ``partitions`` ownership a table of another instance is refused (UNAVAILABLE: the
+        caller's router forwards it, or the client retries while it moves)."""
         if not UTH_TABLE.match(table_id):
             raise InvalidArgument(f"table_id {table_id!r} is not a UTH table (uth-<n>)")
         t = self.tables.get(table_id)
@@ -214,12 +228,22 @@ class UthTables:
             return t
         if not await asyncio.to_thread(self._known, table_id):
             raise NotFound(f"UTH table {table_id!r} has no seated player yet; join it first")
+        if not self.mine(table_id):
+            raise Unavailable(f"UTH table {table_id} is another instance's (or moving); retry")
         t = self.tables.get(table_id)  # another caller may have loaded it meanwhile
         if t is not None:
             return t
         t = LiveTable(table_id)
         self.tables[table_id] = t
         async with t.lock:
+            if self.fencer is not None:
+                try:  # the epoch first: the rebuild then sees every earlier write
+                    t.fence = await asyncio.to_thread(self.fencer, table_id)
+                except BaseException as exc:
+                    self._drop(t)
+                    if isinstance(exc, PermissionError):  # its partition moved meanwhile
+                        raise Unavailable(f"UTH table {table_id} is moving; retry") from exc
+                    raise
             try:
                 await self._reload(t)
             except Exception as exc:
@@ -235,7 +259,8 @@ class UthTables:
             with self.engine.connect() as conn:
                 row = repo.latest_round(conn, t.table_id)
             if row is not None and row.status == repo.OPEN:
-                await asyncio.to_thread(void_unreplayable, self.engine, self.store, row.round_id)
+                rid, fence = row.round_id, t.fence
+                await asyncio.to_thread(void_unreplayable, self.engine, self.store, rid, fence)
                 self.base.metrics.voided.labels(uth_records.GAME).inc()
                 await self.base.run_owed(row.round_id)
             await self._reload(t)
@@ -243,16 +268,46 @@ class UthTables:
             t.broken = f"round cannot be replayed nor voided: {exc}"
             log.error("uth.table_broken", extra={"table_id": t.table_id, "error": t.broken})
 
+    def _drop(self, t: LiveTable) -> None:
+        if self.tables.get(t.table_id) is t:
+            del self.tables[t.table_id]
+        t.disowned = True
+        t.notify()
+
+    async def disown(self, table_id: str) -> bool:
+        """Stop hosting ``table_id`` here (its partition moved, or a write was fenced): its
+        driver is cancelled, it is dropped, its watchers and queued commands are answered
+        UNAVAILABLE. False when not hosted."""
+        t = self.tables.get(table_id)
+        if t is None:
+            return False
+        self._drop(t)
+        task = t.task
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        log.info("uth.disowned", extra={"table_id": table_id, "version": t.version})
+        return True
+
+    def moved(self, t: LiveTable) -> None:
+        """A write of ``t`` was fenced: the table is another instance's now. Drop it (from
+        a task of its own: the caller may be its driver) and do not take it back before
+        its partition is assigned here again."""
+        self.lost.add(t.table_id)
+        task = asyncio.get_running_loop().create_task(self.disown(t.table_id))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def known_tables(self) -> list[str]:
+        """The tables with an open round or a seated player (the ones to host)."""
+        with self.engine.connect() as conn:
+            names = set(repo.open_tables(conn, "uth")) | set(repo.tables_with_seats(conn, "uth"))
+        return sorted(n for n in names if UTH_TABLE.match(n))
+
     async def recover(self) -> dict[str, int]:
         """Load every table with an open round or seated players (their drivers catch up)."""
-
-        def names() -> list[str]:
-            with self.engine.connect() as conn:
-                return sorted(
-                    set(repo.open_tables(conn, "uth")) | set(repo.tables_with_seats(conn, "uth"))
-                )
-
-        tables = [await self.table(n) for n in await asyncio.to_thread(names)]
+        tables = [await self.table(n) for n in await asyncio.to_thread(self.known_tables)]
         return {
             "uth_tables": len(tables),
             "uth_open": sum(1 for t in tables if t.live),
@@ -261,16 +316,13 @@ class UthTables:
 
     async def host_seated_tables(self, stop: asyncio.Event, interval_s: float = 2.0) -> None:
         """Background task ``casino-uth-tables``: every table registration seated someone at
-        is hosted (and so driven) even before anyone calls it."""
+        (or with an open round) is hosted (and so driven) even before anyone calls it — by
+        its owner only under ``partitions`` ownership (this also retries an assignment
+        whose load failed)."""
         while not stop.is_set():
             try:
-
-                def names() -> list[str]:
-                    with self.engine.connect() as conn:
-                        return repo.tables_with_seats(conn, uth_records.GAME)
-
-                for name in await asyncio.to_thread(names):
-                    if name not in self.tables and UTH_TABLE.match(name):
+                for name in await asyncio.to_thread(self.known_tables):
+                    if name not in self.tables and self.mine(name):
                         await self.table(name)
             except Exception as exc:
                 log.warning("uth.host_tables_failed", extra={"error": str(exc)})
@@ -278,8 +330,8 @@ class UthTables:
                 await asyncio.wait_for(stop.wait(), timeout=interval_s)
 
     async def close(self) -> None:
-        tasks = [t.task for t in self.tables.values() if t.task is not None]
-        tasks += list(self._owed_tasks)
+        tasks: list[asyncio.Task[Any]] = [t.task for t in self.tables.values() if t.task]
+        tasks += [*self._owed_tasks, *self._background]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -311,6 +363,7 @@ class UthTables:
         """Operator VoidRound of a UTH round: idempotent (a voided round answers OK)."""
         t = await self._table_of(round_id)
         async with t.lock:
+            t.check_owned()
             if await asyncio.to_thread(self.base._prior, operator, request_id, "VoidRound"):
                 return
             if t.book is None or t.book.round_id != round_id or not t.live:
@@ -328,6 +381,7 @@ class UthTables:
         """AckResult of a UTH round by a player who had stakes in it (idempotent)."""
         t = await self._table_of(round_id)
         async with t.lock:
+            t.check_owned()
             with self.engine.connect() as conn:
                 row = repo.get_round(conn, round_id)
                 seen = repo.uth_player(conn, round_id, player)
@@ -344,7 +398,7 @@ class UthTables:
                 repo.update_round(conn, round_id, stream_version=row.stream_version + 1)
                 repo.ack_uth(conn, round_id, player)
 
-            await self.base._tx(write, round_id)
+            await self.tx(t, write, round_id)
             if t.book is not None and t.book.round_id == round_id:
                 t.version += 1
                 t.notify()
@@ -412,6 +466,23 @@ class UthTables:
 
     # ---------------------------------------------------------------------- internals
 
+    async def tx(self, t: LiveTable, write: Callable[[Connection], None], round_id: str) -> None:
+        """``write`` in one transaction checking ``t``'s fence (``partitions`` ownership):
+        fenced → ABORTED, nothing stored, the table dropped here."""
+        try:
+            await self.base._tx(write, round_id, t.fence)
+        except TableMoved:
+            self.moved(t)
+            raise
+
+    async def refuse(self, t: LiveTable, store: Callable[[], None]) -> None:
+        """Store a refusal row (``store``, under ``t``'s fence) from a worker thread."""
+        try:
+            await asyncio.to_thread(store)
+        except TableMoved:
+            self.moved(t)
+            raise
+
     async def _run(
         self,
         t: LiveTable,
@@ -433,14 +504,15 @@ class UthTables:
             err = refusal(rej)
             if request is not None:
                 who, rid, rpc = request
-                await asyncio.to_thread(self.base._refuse, who, rid, rpc, book.round_id, err)
+                store = functools.partial(self.base._refuse, who, rid, rpc, book.round_id, err)
+                await self.refuse(t, functools.partial(store, t.fence))
             raise err from rej
         events = rnd.history[start:]
         if not events:
             return
         try:
             batch = book.translate(events, request_id=request[1] if request else "", voided_by=by)
-            outcomes = await reserve_bets(self, batch.new_bets)
+            outcomes = await reserve_bets(self, t, batch.new_bets)
             if errors := [o for o in outcomes if o is not None]:
                 await undo_reservations(self, book.round_id, batch.new_bets, outcomes)
                 raise next((e for e in errors if isinstance(e, FailedPrecondition)), errors[0])
@@ -469,6 +541,7 @@ class UthTables:
         """ONE transaction: each part's events appended in order (with its request as the
         causation), the bets placed, the wallet calls owed, the round row, the requests."""
         assert t.book is not None
+        t.check_owned()
         round_id, version = t.book.round_id, t.version
         status = next((b.status for b, _ in reversed(parts) if b.status is not None), None)
         new_version = version + sum(len(b.msgs) for b, _ in parts)
@@ -497,7 +570,7 @@ class UthTables:
                     who, rid, rpc = request
                     repo.insert_request(conn, who, rid, repo.RequestRow(rpc, round_id, "OK", ""))
 
-        await self.base._tx(write, round_id)
+        await self.tx(t, write, round_id)
         t.version = new_version
         if status is not None and t.row is not None:
             t.row = dataclasses.replace(t.row, status=status)

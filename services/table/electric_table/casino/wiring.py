@@ -6,11 +6,17 @@ the owed wallet calls then run in the background (``casino-wallet``), and regist
 casino seats are consumed (``casino-seats``, :mod:`electric_table.casino.consumers`).
 Live UTH tables (:mod:`uth_tables`) are loaded and driven (:mod:`uth_driver`); left intents
 are swept every 30 s (``casino-intent-sweep``).
+
+With ``partitions`` ownership (``ownership`` given) every instance serves THB, hosts the UTH
+tables of its partitions (:mod:`uth_ownership`: fenced, rebuilt on assignment, dropped on
+revocation) and forwards the calls of the others' UTH tables (:mod:`uth_routing`); start-up
+recovery leaves intents to the sweep (a peer may be between a reservation and its append).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from electric.table.v1 import casino_pb2, casino_pb2_grpc
 from electric_clients.wallet import WalletClient
@@ -26,8 +32,12 @@ from electric_table.casino.consumers import seats_worker
 from electric_table.casino.handlers import CasinoHandlers
 from electric_table.casino.metrics import CasinoMetrics
 from electric_table.casino.uth_driver import UthDriver
-from electric_table.casino.uth_tables import UthTables, uth_config
-from electric_table.casino.uth_tables import pause_ms as uth_pause_ms
+from electric_table.casino.uth_ownership import UthOwnership
+from electric_table.casino.uth_routing import CasinoRouter, RoutedCasinoApi
+from electric_table.casino.uth_settings import pause_ms as uth_pause_ms
+from electric_table.casino.uth_settings import uth_config
+from electric_table.casino.uth_tables import UthTables
+from electric_table.ownership import PartitionOwnership
 
 #: Kafka group of the seats subscription: ``<ELECTRIC_TABLE_CONSUMER_GROUP>.casino`` when that
 #: is set (isolating a deployment or a test), else the consumer name ``table.casino_seats``.
@@ -39,8 +49,17 @@ CASINO: dict[int, CasinoHandlers] = {}
 UTH: dict[int, UthTables] = {}
 
 
-async def setup_casino(host: ServiceHost, path: EventPath) -> CasinoHandlers | None:
-    """The casino service on ``host``; None (casino off, logged) without a signing key."""
+async def setup_casino(
+    host: ServiceHost,
+    path: EventPath,
+    *,
+    ownership: PartitionOwnership | None = None,
+    advertised: Callable[[], str] | None = None,
+    start_wait_s: float = 10.0,
+) -> CasinoHandlers | None:
+    """The casino service on ``host``; None (casino off, logged) without a signing key.
+    ``ownership``: ``partitions`` mode (UTH tables follow its assignment; ``advertised`` is
+    this instance's address, which other instances forward to)."""
     try:
         tokens = service_tokens(host.config)
     except ConfigError as exc:
@@ -52,10 +71,25 @@ async def setup_casino(host: ServiceHost, path: EventPath) -> CasinoHandlers | N
     handlers = CasinoHandlers(engine, store, wallet, uth_config(load_config()), metrics)
     metrics.watch(lambda: float(handlers.count_unfinished()))
     metrics.configure(handlers.config.version)
-    recovered = await handlers.recover()
+    recovered = await handlers.recover(resolve_intents=ownership is None)
     uth = UthTables(handlers, handlers.config, pause_ms=uth_pause_ms(), stopping=host.stopping)
     UthDriver(uth)
-    recovered.update(await uth.recover())
+    api: CasinoApi
+    if ownership is None:  # single: this instance hosts every UTH table
+        recovered.update(await uth.recover())
+        api = CasinoApi(handlers, uth, host.stopping)
+    else:  # the assignment brings the tables (before the first one, none is hosted)
+        owned = UthOwnership(uth, ownership)
+        router = CasinoRouter(
+            ownership,
+            owned,
+            uth,
+            engine,
+            advertised or (lambda: ownership.owner),
+            start_wait_s=start_wait_s,
+        )
+        host.on_shutdown(router.close)
+        api = RoutedCasinoApi(handlers, uth, host.stopping, router=router)
     host.log.info("table.casino_recovered", **recovered)
     CASINO[id(host)] = handlers
     UTH[id(host)] = uth
@@ -81,6 +115,6 @@ async def setup_casino(host: ServiceHost, path: EventPath) -> CasinoHandlers | N
     host.add_service(
         casino_pb2.DESCRIPTOR.services_by_name["CasinoTableService"],
         casino_pb2_grpc.add_CasinoTableServiceServicer_to_server,
-        CasinoApi(handlers, uth, host.stopping),
+        api,
     )
     return handlers

@@ -1,0 +1,265 @@
+"""Live UTH tables under partition ownership (issue 17; docs/scaling.md "Casino tables"), on
+SQLite and PostgreSQL, with a real wallet service: two table instances on one store. The
+owner of the partition of ``casino-table-uth-1`` hosts the table under its fence; while A
+is paused the partition moves to B (A gets no revocation), B rebuilds the round with A's
+bet; A's next PlaceBets is fenced (ABORTED) and stores nothing — no event, no bet row, no
+request row, no wallet reservation — and A drops the table; B takes the same request.
+Revocation drops the table. Also THB: two instances recovering at once void an orphaned
+round exactly once, and ``partitions`` start-up leaves a peer's fresh intent alone."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from electric.table.v1 import casino_events_pb2 as cev
+from electric_clients.wallet import WalletClient
+from electric_domain.casino.common.config import load_config
+from electric_eventlog import EventStore, create_engine, migrate, upgrade
+from electric_eventlog.fencing import current
+from electric_platform import Aborted, Unavailable
+from electric_table.casino import money, records, repo
+from electric_table.casino.handlers import CasinoHandlers, TableMoved, casino_stream
+from electric_table.casino.metrics import CasinoMetrics
+from electric_table.casino.uth_ownership import UthOwnership, uth_partition, uth_resource
+from electric_table.casino.uth_settings import uth_config
+from electric_table.casino.uth_tables import UthTables
+from electric_table.ownership import PartitionOwnership
+from electric_table.runtime import TableManager
+from electric_table.store.tables import VERSIONS_DIR, metadata
+from prometheus_client import CollectorRegistry
+from sqlalchemy import Engine
+
+from tests.support import wallet_kit
+from tests.support.auth import token_source
+from tests.support.backends import Backend
+from tests.support.table_casino_kit import PENDING, VOIDED
+
+PARTS = 6
+TABLE = "uth-1"
+PLAYERS = ["ann", "ben", "cat"]
+NOW = 1_800_000_000_000  # a fixed clock: the betting window stays open
+
+
+@dataclass
+class Instance:
+    """One table-service instance's casino: handlers, live UTH tables, ownership (no
+    driver: the test moves the round itself)."""
+
+    handlers: CasinoHandlers
+    uth: UthTables
+    ownership: PartitionOwnership
+    manager: TableManager
+    wallet: WalletClient
+
+    async def close(self) -> None:
+        await self.uth.close()
+        await self.manager.close()
+        await self.wallet.close()
+
+
+@contextlib.asynccontextmanager
+async def instance(
+    engine: Engine, name: str, wallet_target: str, stopping: asyncio.Event
+) -> AsyncIterator[Instance]:
+    store = EventStore(engine, producer="table")
+    manager = TableManager(engine, store, stopping=stopping)
+    ownership = PartitionOwnership(manager, engine, owner=name, partitions=PARTS)
+    wallet = WalletClient.connect(wallet_target, token_source("table"))
+    config = uth_config(load_config())
+    handlers = CasinoHandlers(
+        engine, store, wallet, config, CasinoMetrics(CollectorRegistry()), now_ms=lambda: NOW
+    )
+    uth = UthTables(handlers, config, pause_ms=0, stopping=stopping)
+    UthOwnership(uth, ownership)
+    inst = Instance(handlers, uth, ownership, manager, wallet)
+    try:
+        yield inst
+    finally:
+        await inst.close()
+
+
+def migrated(url: str) -> Engine:
+    engine = create_engine(url)
+    migrate(engine)
+    upgrade(
+        engine,
+        versions_dir=VERSIONS_DIR,
+        version_table="alembic_version_table",
+        target_metadata=metadata,
+    )
+    return engine
+
+
+def stored(engine: Engine, round_id: str) -> tuple[int, list[str], bool]:
+    """(events in the round's stream, players with bet rows, whether ben's request row
+    exists)."""
+    store = EventStore(engine, producer="probe")
+    with engine.connect() as conn:
+        events = len(store.read_stream(conn, casino_stream(round_id)))
+        players = sorted({b.player_id for b in repo.bets(conn, round_id)})
+        ben = repo.get_request(conn, "ben", "r-ben") is not None
+    return events, players, ben
+
+
+async def _uth_scenario(engine: Engine, wallet: wallet_kit.Env) -> None:
+    stopping = asyncio.Event()
+    with engine.begin() as conn:
+        for seat, player in enumerate(PLAYERS, start=1):
+            repo.take_seat(conn, TABLE, player, "uth", seat, f"s-{player}")
+    part = uth_partition(TABLE, PARTS)
+    others = [p for p in range(PARTS) if p != part]
+    async with (
+        instance(engine, "instance-a", wallet.target, stopping) as a,
+        instance(engine, "instance-b", wallet.target, stopping) as b,
+    ):
+        # Not A's partition: not hosted, and refused.
+        await a.ownership.on_assigned(others)
+        assert TABLE not in a.uth.tables
+        with pytest.raises(Unavailable, match="another instance"):
+            await a.uth.table(TABLE)
+        await a.ownership.on_assigned([part])
+        t_a = a.uth.tables[TABLE]
+        assert t_a.fence is not None and t_a.fence.epoch == 1
+        with engine.connect() as conn:
+            assert current(conn, uth_resource(TABLE)) == (1, "instance-a")
+        async with t_a.lock:
+            await a.uth.open_next(t_a, PLAYERS, NOW)
+        assert t_a.book is not None
+        round_id = t_a.book.round_id
+        await a.uth.place("ann", TABLE, "ante", 500, "r-ann")  # the owner writes
+        before = stored(engine, round_id)
+        assert before[1] == ["ann"] and not before[2]
+
+        # A is paused; the group gives the partition to B (A never hears of it).
+        await b.ownership.on_assigned([part])
+        t_b = b.uth.tables[TABLE]
+        assert t_b.fence is not None and t_b.fence.epoch == 2
+        assert t_b.book is not None and t_b.book.round_id == round_id
+        assert t_b.version == t_a.version  # B rebuilt everything A stored
+
+        # A resumes: its PlaceBets is fenced and stores nothing, not even a reservation.
+        with pytest.raises(TableMoved, match="moved to another instance") as fenced:
+            await a.uth.place("ben", TABLE, "ante", 700, "r-ben")
+        assert isinstance(fenced.value, Aborted)
+        assert stored(engine, round_id) == before
+        assert (await wallet_kit.balance(wallet, "ben")).balance == 10_000
+        for _ in range(100):  # dropped from a task of its own
+            if TABLE not in a.uth.tables:
+                break
+            await asyncio.sleep(0.01)
+        assert TABLE not in a.uth.tables and t_a.disowned and TABLE in a.uth.lost
+        with pytest.raises(Unavailable):  # A does not take it back while it is lost
+            await a.uth.table(TABLE)
+        with engine.connect() as conn:
+            assert current(conn, uth_resource(TABLE)) == (2, "instance-b")
+
+        # The same request through the owner is placed (A stored no answer for it).
+        await b.uth.place("ben", TABLE, "ante", 700, "r-ben")
+        events, players, ben = stored(engine, round_id)
+        assert events > before[0] and players == ["ann", "ben"] and ben
+        ben_bets = [x for x in repo_bets(engine, round_id) if x.player_id == "ben"]
+        assert ben_bets and [await txn(wallet, x.bet_id) for x in ben_bets] == [PENDING] * 2
+
+        # Revocation drops the table at B; it comes back to A with the next assignment.
+        assert await b.ownership.on_revoked({part}) == 0  # (tournament tables: none)
+        assert TABLE not in b.uth.tables and t_b.disowned
+        with pytest.raises(Unavailable):
+            await b.uth.table(TABLE)
+        await a.ownership.on_revoked(set(range(PARTS)))  # A's own (late) revocation
+        await a.ownership.on_assigned([part])
+        t_a2 = a.uth.tables[TABLE]
+        assert t_a2.fence is not None and t_a2.fence.epoch == 3 and t_a2 is not t_a
+        assert t_a2.version == events and TABLE not in a.uth.lost
+        await a.uth.place("cat", TABLE, "ante", 300, "r-cat")
+        assert stored(engine, round_id)[1] == PLAYERS
+        stopping.set()
+
+
+def repo_bets(engine: Engine, round_id: str) -> list[repo.BetRow]:
+    with engine.connect() as conn:
+        return repo.bets(conn, round_id)
+
+
+async def txn(wallet: wallet_kit.Env, transfer_id: str) -> int:
+    from electric.wallet.v1 import wallet_pb2
+
+    resp = await wallet.stub.GetTransfer(
+        wallet_pb2.GetTransferRequest(transfer_id=transfer_id), metadata=wallet_kit.OPERATOR
+    )
+    return int(resp.transfer.state)
+
+
+async def _run_uth(url: str, tmp_path: Path) -> None:
+    engine = migrated(url)
+    try:
+        async with wallet_kit.serve_wallet(f"sqlite:///{tmp_path}/wallet.db") as wallet:
+            for p in PLAYERS:
+                await wallet_kit.deposit(wallet, p, 10_000)
+            await _uth_scenario(engine, wallet)
+    finally:
+        engine.dispose()
+
+
+def test_a_stale_uth_owner_is_fenced_and_stores_nothing(backend: Backend, tmp_path: Path) -> None:
+    asyncio.run(_run_uth(backend.url, tmp_path))
+
+
+# ----------------------------------------------------------------------------------- THB
+
+
+async def _thb_scenario(engine: Engine, wallet: wallet_kit.Env) -> None:
+    stopping = asyncio.Event()
+    with engine.begin() as conn:
+        repo.take_seat(conn, "thb-1", "ann", "thb", 1, "s-ann")
+    async with (
+        instance(engine, "instance-a", wallet.target, stopping) as a,
+        instance(engine, "instance-b", wallet.target, stopping) as b,
+    ):
+        round_id = await a.handlers.deal("ann", "thb-1", 500, "deal-1")
+        # A crashed inside Decide: the flop bet reserved in the wallet, never appended.
+        flop = repo.BetRow(
+            records.bet_id(round_id, "flop"), round_id, "ann", "flop", 1000, "", False
+        )
+        with engine.begin() as conn:
+            repo.record_intent(conn, flop)
+        await money.reserve(a.wallet, flop.bet_id, "ann", 1000)
+
+        # `partitions` start-up: the intent may be a live peer's command: left alone.
+        assert (await b.handlers.recover(resolve_intents=False))["auto_voided"] == 0
+        with engine.connect() as conn:
+            assert [x.bet_id for x in repo.intents(conn)] == [flop.bet_id]
+
+        # Two instances apply the auto-void rule at once: one void, every bet voided once.
+        got = await asyncio.gather(a.handlers.recover(), b.handlers.recover())
+        assert all(g["auto_voided"] == 1 for g in got), got
+        store = b.handlers.store
+        with engine.connect() as conn:
+            events = [store.decode(e) for e in store.read_stream(conn, casino_stream(round_id))]
+        assert sum(isinstance(m, cev.CasinoRoundVoided) for m in events) == 1
+        for inst in (a, b):
+            await inst.handlers.work.run_pass()
+        ante = records.bet_id(round_id, "ante")
+        assert [await txn(wallet, x) for x in (ante, flop.bet_id)] == [VOIDED, VOIDED]
+        assert (await wallet_kit.balance(wallet, "ann")).balance == 10_000
+        stopping.set()
+
+
+async def _run_thb(url: str, tmp_path: Path) -> None:
+    engine = migrated(url)
+    try:
+        async with wallet_kit.serve_wallet(f"sqlite:///{tmp_path}/wallet.db") as wallet:
+            await wallet_kit.deposit(wallet, "ann", 10_000)
+            await _thb_scenario(engine, wallet)
+    finally:
+        engine.dispose()
+
+
+def test_two_instances_recovering_at_once_void_an_orphaned_thb_round_once(
+    backend: Backend, tmp_path: Path
+) -> None:
+    asyncio.run(_run_thb(backend.url, tmp_path))
