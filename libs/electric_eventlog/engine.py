@@ -73,3 +73,18 @@ def read_only(conn: Connection) -> Connection:
     PostgreSQL.
     """
     return conn.execution_options(**{SQLITE_BEGIN_OPTION: "DEFERRED"})
+
+
+def reading(engine: Engine) -> Connection:
+    """A connection for reads that need no transaction of their own: one statement, or
+    several that need no common snapshot.
+
+    PostgreSQL: autocommit, so a read costs its statement's round trip only, not also a
+    BEGIN and a ROLLBACK (a hot watch loop re-reading on every change paid three round
+    trips for one; docs/event-store.md). SQLite: :func:`read_only` (``BEGIN DEFERRED``).
+    ``with reading(engine) as conn: ...``.
+    """
+    conn = engine.connect()
+    if engine.dialect.name == "postgresql":
+        return conn.execution_options(isolation_level="AUTOCOMMIT")
+    return read_only(conn)

@@ -12,6 +12,7 @@ from electric.registration.v1 import registration_pb2, registration_pb2_grpc
 from electric_domain import lobby
 from electric_domain.tournament import TournamentConfig
 from electric_eventlog import EventStore, utc_now
+from electric_eventlog.engine import reading
 from electric_platform import Role, correlation_id, current_principal, require_player
 from electric_platform.auth import require_role
 from electric_platform.errors import InvalidArgument, PermissionDenied
@@ -113,7 +114,8 @@ class RegistrationApi(registration_pb2_grpc.RegistrationServiceServicer):
         statuses: tuple[str, ...],
         ended_since: datetime | None = None,
     ) -> list[repo.MyTableRow]:
-        with self._engine.connect() as conn:
+        # One statement (tables, entries and progress joined): no transaction needed.
+        with reading(self._engine) as conn:
             return repo.my_tables(
                 conn,
                 player,

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy import Connection, delete, insert, update
 
 from electric_registration.store import tables as t
 
@@ -115,23 +115,3 @@ class SeatProgress:
     eliminated: bool
     finishing_place: int
     prize_cents: int
-
-
-def of_player(
-    conn: Connection, player_id: str, table_ids: Iterable[str]
-) -> dict[str, SeatProgress]:
-    """The player's progress at each of ``table_ids`` that started."""
-    ids = list(table_ids)
-    if not ids:
-        return {}
-    q = select(_P).where(_P.c.player_id == player_id, _P.c.table_id.in_(ids))
-    return {
-        r.table_id: SeatProgress(
-            int(r.seat),
-            int(r.stack),
-            bool(r.eliminated),
-            int(r.finishing_place),
-            int(r.prize_cents),
-        )
-        for r in conn.execute(q)
-    }

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -140,6 +140,7 @@ def my_tables(
     ``ended_since``, also the tables that ended at or after it."""
     if statuses is None:
         statuses = list(ACTIVE_STATUSES) + (list(ENDED_STATUSES) if include_finished else [])
+    progress = t.seat_progress
     selected: ColumnElement[bool] = t.tables.c.status.in_(list(statuses))
     if ended_since is not None:
         selected = or_(selected, t.tables.c.ended_at >= ended_since)
@@ -172,10 +173,21 @@ def my_tables(
             t.entries.c.wallet_transfer_id,
             t.entries.c.registered_at,
             t.tables.c.opened_at,
+            progress.c.seat.label("progress_seat"),
+            progress.c.stack.label("progress_stack"),
+            progress.c.eliminated.label("progress_eliminated"),
+            progress.c.finishing_place.label("progress_place"),
+            progress.c.prize_cents.label("progress_prize_cents"),
         )
         .select_from(
-            t.entries.join(t.tables, t.tables.c.table_id == t.entries.c.table_id).join(
-                t.tiers, t.tiers.c.tier_id == t.tables.c.tier_id
+            t.entries.join(t.tables, t.tables.c.table_id == t.entries.c.table_id)
+            .join(t.tiers, t.tiers.c.tier_id == t.tables.c.tier_id)
+            # The player's progress at a started table, in the same statement: one round
+            # trip and one snapshot (the watch reads without a transaction, docs/registration.md).
+            .outerjoin(
+                progress,
+                (progress.c.table_id == t.tables.c.table_id)
+                & (progress.c.player_id == t.entries.c.player_id),
             )
         )
         .where(
@@ -216,10 +228,19 @@ def my_tables(
             tournament_started=(
                 bytes(r.tournament_started) if r.tournament_started is not None else None
             ),
+            progress=(
+                progress_store.SeatProgress(
+                    int(r.progress_seat),
+                    int(r.progress_stack),
+                    bool(r.progress_eliminated),
+                    int(r.progress_place),
+                    int(r.progress_prize_cents),
+                )
+                if r.progress_seat is not None
+                else None
+            ),
         )
-    page = list(grouped.values())[offset : offset + limit]
-    seats = progress_store.of_player(conn, player_id, [row.table_id for row in page])
-    return [replace(row, progress=seats.get(row.table_id)) for row in page]
+    return list(grouped.values())[offset : offset + limit]
 
 
 @dataclass(frozen=True)
