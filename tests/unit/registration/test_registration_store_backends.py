@@ -359,3 +359,42 @@ def test_racing_joins_get_distinct_seats_and_one_entry_per_player(
     assert len(active) == 2
     assert sorted(e.seat for e in active)[0] == 1
     assert [e.player_id for e in active].count("ava") == 1
+
+
+def test_my_tables_is_one_statement_with_the_players_progress(backend_engine: Engine) -> None:
+    """WatchMyTables re-reads this for every watcher on every change and runs it without a
+    transaction (``engine.reading``): it must be one statement, so one snapshot."""
+    from electric_eventlog.engine import reading
+    from electric_registration.store import progress
+    from sqlalchemy import event
+
+    engine = _migrated(backend_engine)
+    with engine.begin() as conn:
+        for table_id, minute in (("t-1", 0), ("t-2", 1), ("t-3", 2)):
+            _open(conn, table_id, minute=minute)
+        _seat(conn, "e-1", "ava", "t-1", 1)
+        _seat(conn, "e-2", "ava", "t-2", 2)
+        _seat(conn, "e-3", "bo", "t-2", 1)
+        _seat(conn, "e-4", "ava", "t-3", 1)
+        progress.seat(conn, "t-1", 1, "ava", 480, T0)
+        progress.seat(conn, "t-2", 2, "ava", 650, T0)
+        progress.seat(conn, "t-2", 1, "bo", 370, T0)
+    statements: list[str] = []
+
+    def count(*args: object) -> None:
+        if not str(args[2]).startswith("BEGIN"):  # SQLite's BEGIN DEFERRED (read_only)
+            statements.append(str(args[2]))
+
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        with reading(engine) as conn:
+            mine = repo.my_tables(conn, "ava", offset=0, limit=10)
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+    assert len(statements) == 1, statements
+    got = {row.table_id: row.progress for row in mine}
+    assert got == {
+        "t-1": progress.SeatProgress(1, 480, False, 0, 0),
+        "t-2": progress.SeatProgress(2, 650, False, 0, 0),  # ava's, not bo's
+        "t-3": None,  # not started: no progress row
+    }
