@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -82,11 +82,15 @@ class RegistrationApi(registration_pb2_grpc.RegistrationServiceServicer):
         notifier: Notifier,
         store: EventStore | None = None,
         work: WalletWork | None = None,
+        notify: Callable[[Iterable[str]], None] | None = None,
     ) -> None:
+        """``notify``: wakes the streams of players after a change (default the notifier's
+        own; with several instances also the peers', :mod:`.peer_wakeups`)."""
         self._engine = engine
         self._stopping = stopping
         self._registrar = registrar
         self._notifier = notifier
+        self._notify = notify or notifier.notify
         self._config = config
         self._store = store or registrar.store
         self._work = work or registrar.work
@@ -263,7 +267,7 @@ class RegistrationApi(registration_pb2_grpc.RegistrationServiceServicer):
         except lobby.LobbyError as err:
             raise service_error(err) from err
         if done.cancelled_now:
-            self._notifier.notify(done.players)
+            self._notify(done.players)
             await self._work.run_table(request.table_id)
         return registration_pb2.CancelTableResponse(
             table_id=request.table_id,

@@ -30,6 +30,7 @@ from electric_registration.consumers import SOURCE_TOPIC, TableStatusConsumer
 from electric_registration.handlers import ensure_open_tables, sync_tiers
 from electric_registration.metrics import RegistrationMetrics
 from electric_registration.notify import Notifier
+from electric_registration.peer_wakeups import peer_wakeups
 from electric_registration.registrar import Registrar
 from electric_registration.store.tables import VERSIONS_DIR, metadata
 from electric_registration.wallet_work import WalletWork
@@ -52,16 +53,21 @@ async def setup(host: ServiceHost, *, config: TournamentConfig | None = None) ->
     wallet = WalletClient.connect(host.config.target("wallet"), service_tokens(host.config))
     host.on_shutdown(wallet.close)
     notifier = Notifier()
-    work = WalletWork(path.engine, path.store, wallet, notify=notifier.notify, config=cfg)
+    # On PostgreSQL every wake-up is also announced to the other instances (peer_wakeups).
+    notify, wakeups = peer_wakeups(path.engine, notifier, path.instance_id)
+    if wakeups is not None:
+        wakeups.start()
+        host.on_shutdown(wakeups.stop)
+    work = WalletWork(path.engine, path.store, wallet, notify=notify, config=cfg)
     metrics = RegistrationMetrics(host.metrics.registry)
     metrics.watch(path.engine)
     metrics.configure(cfg)
     registrar = Registrar(
-        path.engine, path.store, cfg, wallet, work, notify=notifier.notify, metrics=metrics
+        path.engine, path.store, cfg, wallet, work, notify=notify, metrics=metrics
     )
     host.on_shutdown(registrar.drain)
     host.add_background("wallet-work", lambda: work.run(host.stopping), restart=True)
-    consumer = TableStatusConsumer(path.engine, path.bus, notifier.notify)
+    consumer = TableStatusConsumer(path.engine, path.bus, notify)
     register_activity(consumer.worker)
     watch_consumers(host, consumer.worker)
     host.add_background(
@@ -80,6 +86,11 @@ async def setup(host: ServiceHost, *, config: TournamentConfig | None = None) ->
         registration_pb2.DESCRIPTOR.services_by_name["RegistrationService"],
         registration_pb2_grpc.add_RegistrationServiceServicer_to_server,
         RegistrationApi(
-            path.engine, host.stopping, config=cfg, registrar=registrar, notifier=notifier
+            path.engine,
+            host.stopping,
+            config=cfg,
+            registrar=registrar,
+            notifier=notifier,
+            notify=notify,
         ),
     )

@@ -1,0 +1,171 @@
+"""Wake-ups of WatchMyTables streams across registration instances (PostgreSQL LISTEN/NOTIFY).
+
+Several registration instances share one database (docs/scaling.md §4). A change is
+committed by whichever instance handled it: the Register that reached it, the table event
+its consumer was assigned. A player's WatchMyTables stream may be open on another instance,
+which learned of the change only at its 2 s re-read (``WATCH_POLL_SECONDS``). So every
+instance also announces the players it woke on a PostgreSQL channel, and every instance
+listens to it and wakes its own streams of those players.
+
+- **After the commit.** :meth:`PeerWakeups.notify` is called where the local
+  :class:`~electric_registration.notify.Notifier` is, after the change committed, so a peer
+  woken by the announcement re-reads the committed change. ``NOTIFY`` itself is delivered
+  only when its own (autocommit) statement commits.
+- **Off the caller's thread.** The announcement goes through a queue to a sender thread that
+  merges what queued up into one ``pg_notify`` per chunk of players (payloads stay under
+  PostgreSQL's 8,000 bytes), so a handler on the event loop never waits for the database.
+- **Not to itself.** A payload names its instance; an instance skips its own (it woke its
+  streams already).
+- **Best effort.** A lost announcement (database restart, listener reconnecting) costs the
+  2 s re-read, as before; both threads reconnect, backing off.
+
+SQLite (the embedded platform) is one process: nothing to announce, :func:`peer_wakeups`
+returns the local notifier's ``notify``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import queue
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from sqlalchemy import Engine, text
+
+from electric_registration.notify import Notifier
+
+log = logging.getLogger(__name__)
+
+CHANNEL = "electric_registration_players"
+#: Players per NOTIFY payload: ids are at most 100 characters, so this stays under 8,000 bytes.
+PLAYERS_PER_PAYLOAD = 60
+
+
+def payloads(instance_id: str, players: Iterable[str]) -> Iterator[str]:
+    """JSON payloads ``{"i": instance, "p": [players]}`` of at most ``PLAYERS_PER_PAYLOAD``."""
+    unique = sorted(set(players))
+    for start in range(0, len(unique), PLAYERS_PER_PAYLOAD):
+        chunk = unique[start : start + PLAYERS_PER_PAYLOAD]
+        yield json.dumps({"i": instance_id, "p": chunk}, separators=(",", ":"))
+
+
+def players_from(payload: str, instance_id: str) -> list[str]:
+    """The players of a peer's payload; [] for this instance's own or a malformed one."""
+    try:
+        got = json.loads(payload)
+        if got["i"] == instance_id:
+            return []
+        return [p for p in got["p"] if isinstance(p, str)]
+    except (ValueError, KeyError, TypeError):
+        log.warning("registration.peer_wakeup_malformed", extra={"payload": payload[:200]})
+        return []
+
+
+class PeerWakeups:
+    """Announces this instance's wake-ups on :data:`CHANNEL` and wakes ``notifier``'s
+    streams for the peers' ones. :meth:`start` the two threads, :meth:`stop` them."""
+
+    def __init__(self, engine: Engine, notifier: Notifier, instance_id: str) -> None:
+        self.engine = engine
+        self.notifier = notifier
+        self.instance_id = instance_id
+        self.sent = 0  # payloads announced
+        self.received = 0  # peers' payloads that woke something here (or could have)
+        self._outbox: queue.SimpleQueue[list[str] | None] = queue.SimpleQueue()
+        self._stopping = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.listening = threading.Event()  # set once LISTEN is in place (tests)
+
+    def notify(self, players: Iterable[str]) -> None:
+        """Wake this instance's streams of ``players`` and announce them to the peers
+        (thread-safe, never blocks)."""
+        wanted = list(players)
+        self.notifier.notify(wanted)
+        if wanted:
+            self._outbox.put(wanted)
+
+    def start(self) -> None:
+        """Start the sender and the listener threads."""
+        for name, target in (("sender", self._send_forever), ("listener", self._listen_forever)):
+            thread = threading.Thread(target=target, name=f"peer-wakeups-{name}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def stop(self) -> None:
+        """Stop both threads (within about a second)."""
+        self._stopping.set()
+        self._outbox.put(None)
+        for thread in self._threads:
+            thread.join(timeout=5)
+        self._threads.clear()
+
+    def _send_forever(self) -> None:
+        while not self._stopping.is_set():
+            first = self._outbox.get()
+            if first is None:
+                return
+            batch = list(first)
+            while True:  # merge whatever queued up meanwhile into the same announcement
+                try:
+                    more = self._outbox.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    self._stopping.set()
+                    break
+                batch += more
+            self._retrying("send", functools.partial(self._send, batch))
+
+    def _send(self, players: list[str]) -> None:
+        with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            for payload in payloads(self.instance_id, players):
+                conn.execute(text("SELECT pg_notify(:c, :p)"), {"c": CHANNEL, "p": payload})
+                self.sent += 1
+
+    def _listen_forever(self) -> None:
+        while not self._stopping.is_set():
+            self._retrying("listen", self._listen)
+
+    def _listen(self) -> None:
+        raw = self.engine.raw_connection()  # kept out of the pool: it carries the LISTEN
+        try:
+            conn: Any = raw.driver_connection  # the psycopg connection
+            conn.autocommit = True
+            conn.execute(f"LISTEN {CHANNEL}")
+            self.listening.set()
+            while not self._stopping.is_set():
+                for note in conn.notifies(timeout=1.0):
+                    players = players_from(note.payload, self.instance_id)
+                    if players:
+                        self.received += 1
+                        self.notifier.notify(players)
+        finally:
+            self.listening.clear()
+            raw.invalidate()
+
+    def _retrying(self, what: str, work: Callable[[], None]) -> None:
+        delay = 0.5
+        while not self._stopping.is_set():
+            try:
+                work()
+                return
+            except Exception as exc:  # the database is away: the 2 s re-read covers the gap
+                log.warning(
+                    "registration.peer_wakeups_failed", extra={"step": what, "error": str(exc)}
+                )
+                self._stopping.wait(delay)
+                delay = min(delay * 2, 10.0)
+
+
+def peer_wakeups(
+    engine: Engine, notifier: Notifier, instance_id: str
+) -> tuple[Callable[[Iterable[str]], None], PeerWakeups | None]:
+    """The ``notify`` the handlers call, and the :class:`PeerWakeups` behind it on
+    PostgreSQL (None on SQLite, where ``notify`` is the notifier's own)."""
+    if engine.dialect.name != "postgresql":
+        return notifier.notify, None
+    wakeups = PeerWakeups(engine, notifier, instance_id)
+    return wakeups.notify, wakeups

@@ -1,0 +1,87 @@
+"""Registration instances on one PostgreSQL database wake each other's WatchMyTables
+streams (LISTEN/NOTIFY, ``electric_registration.peer_wakeups``) instead of leaving a change
+made on one instance to the other's 2 s re-read (issue 17, docs/scaling.md "Left" 6)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+
+import pytest
+from electric_eventlog import create_engine
+from electric_registration.notify import Notifier
+from electric_registration.peer_wakeups import (
+    PLAYERS_PER_PAYLOAD,
+    PeerWakeups,
+    payloads,
+    players_from,
+)
+from sqlalchemy import Engine
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def engine(fresh_pg_url: str) -> Iterator[Engine]:
+    eng = create_engine(fresh_pg_url)
+    yield eng
+    eng.dispose()
+
+
+async def _listening(*instances: PeerWakeups) -> None:
+    for instance in instances:
+        instance.start()
+    start = time.monotonic()
+    while not all(i.listening.is_set() for i in instances):
+        assert time.monotonic() - start < 30, "LISTEN never in place"
+        await asyncio.sleep(0.02)
+
+
+async def test_a_change_on_one_instance_wakes_the_streams_on_the_other(engine: Engine) -> None:
+    here, there = Notifier(), Notifier()
+    a, b = PeerWakeups(engine, here, "instance-a"), PeerWakeups(engine, there, "instance-b")
+    await _listening(a, b)
+    try:
+        mine, theirs, other = here.subscribe("ava"), there.subscribe("ava"), there.subscribe("bo")
+        a.notify(["ava"])
+        assert mine.is_set()  # the local stream at once, as before
+        start = time.monotonic()
+        await asyncio.wait_for(theirs.wait(), timeout=10)
+        took = time.monotonic() - start
+        assert took < 2.0, f"no faster than the 2 s re-read ({took:.2f} s)"
+        assert not other.is_set()  # only the players named
+        # The announcement does not come back to wake the sender's streams a second time.
+        mine.clear()
+        await asyncio.sleep(1.5)
+        assert not mine.is_set()
+        assert (b.received, a.received) == (1, 0)
+    finally:
+        a.stop()
+        b.stop()
+
+
+async def test_many_players_are_announced_in_payloads_under_the_limit(engine: Engine) -> None:
+    players = [f"player-{n:03d}-" + "x" * 88 for n in range(150)]  # 100-character ids
+    chunks = list(payloads("instance-a", players + players[:10]))  # duplicates merged
+    assert len(chunks) == 3 and all(len(c.encode()) < 8000 for c in chunks)
+    assert sorted(p for c in chunks for p in players_from(c, "instance-b")) == sorted(players)
+    assert players_from(chunks[0], "instance-a") == []  # its own
+    assert players_from("not json", "instance-b") == []
+    assert PLAYERS_PER_PAYLOAD * 3 >= 150
+
+    here, there = Notifier(), Notifier()
+    a, b = PeerWakeups(engine, here, "instance-a"), PeerWakeups(engine, there, "instance-b")
+    await _listening(a, b)
+    try:
+        first, last = there.subscribe(players[0]), there.subscribe(players[-1])
+        a.notify(players)
+        await asyncio.wait_for(asyncio.gather(first.wait(), last.wait()), timeout=10)
+        start = time.monotonic()
+        while a.sent < 3:  # counted once its statement returned, just after delivery
+            assert time.monotonic() - start < 10
+            await asyncio.sleep(0.02)
+        assert a.sent == 3
+    finally:
+        a.stop()
+        b.stop()
