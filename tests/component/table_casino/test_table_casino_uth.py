@@ -309,7 +309,7 @@ async def test_catch_up_events_stand_when_the_command_is_refused(
         assert lights == ["yellow", "red"]
         with env.handlers.engine.connect() as conn:
             row = repo.get_round(conn, v.round_id)
-        _, replayed, _, version = env.uth.load_round(row)
+        _, replayed, _, version, _ = env.uth.load_round(row)
         assert replayed is not None and t.round is not None
         assert replayed.state == t.round.state and version == t.version
         assert (await env.view("alice")).phase == "preflop"

@@ -72,7 +72,7 @@ async def test_a_failed_commit_and_reload_leave_no_unstored_decision(
 
         # The round in memory is the stored one: bob's decision is not in it.
         live = uth.tables[TABLE]
-        _, stored_round, _, stored_version = load(TABLE)
+        _, stored_round, _, stored_version, _ = load(TABLE)
         assert len(live.round.history) == len(stored_round.history)
         assert live.version == stored_version
         assert "CasinoDecisionMade" not in env.kinds(round_id)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 
 from electric_table.casino import repo
@@ -31,7 +32,11 @@ class UthDriver:
         tables.start_driver = self.start
 
     def start(self, t: LiveTable) -> asyncio.Task[None]:
-        return asyncio.create_task(self._drive(t), name=f"uth-driver-{t.table_id}")
+        # A context of its own: the task must not inherit (and stamp on every clock event)
+        # the ids of whatever call happened to start it.
+        return asyncio.create_task(
+            self._drive(t), name=f"uth-driver-{t.table_id}", context=contextvars.Context()
+        )
 
     async def _drive(self, t: LiveTable) -> None:
         stopping = self.tables.stopping

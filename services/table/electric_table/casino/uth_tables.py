@@ -37,7 +37,6 @@ import logging
 import re
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import electric_domain.casino.uth.events as uth
@@ -65,6 +64,7 @@ from electric_table.casino.uth_batch import (
     reserve_bets,
     undo_reservations,
 )
+from electric_table.casino.uth_live import LiveTable
 from electric_table.casino.uth_recovery import void_unreplayable
 from electric_table.casino.uth_settings import DEFAULT_PAUSE_MS, pause_ms, uth_config
 
@@ -77,56 +77,8 @@ RESTORE_BUDGET_S = 300.0
 Request = tuple[str, str, str]
 
 
-@dataclass
-class LiveTable:
-    table_id: str
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    kick: asyncio.Event = field(default_factory=asyncio.Event)
-    round: UthRound | None = None
-    book: uth_records.UthBook | None = None
-    row: repo.RoundRow | None = None
-    version: int = 0
-    next_open_at: int | None = None
-    seated: int = 0
-    broken: str = ""
-    task: asyncio.Task[None] | None = None
-    #: PlaceBets waiting for the lock; the next holder carries them (``uth_batch``).
-    pending: list[Queued] = field(default_factory=list)
-    #: The epoch this instance holds on the table (``partitions`` ownership; None: single).
-    fence: Fence | None = None
-    #: Dropped here (its partition moved, or a write was fenced): nothing more is written
-    #: through this object; its watchers end with UNAVAILABLE and reconnect.
-    disowned: bool = False
-    _changed: asyncio.Event = field(default_factory=asyncio.Event)
-
-    @property
-    def changed(self) -> asyncio.Event:
-        """Set at the next change (wait on it, then read the new state)."""
-        return self._changed
-
-    def notify(self) -> None:
-        self._changed.set()
-        self._changed = asyncio.Event()
-
-    @property
-    def live(self) -> bool:
-        return self.round is not None and not self.round.finished
-
-    def check_owned(self) -> None:
-        """UNAVAILABLE (retry: it reaches the new owner) once the table was dropped here."""
-        if self.disowned:
-            raise Unavailable(f"UTH table {self.table_id} moved to another instance; retry")
-
-    def seat_of(self, player_id: str) -> int | None:
-        if self.round is None:
-            return None
-        for i, s in enumerate(self.round.state.seats):
-            if s.player == player_id:
-                return i
-        return None
-
-
-Loaded = tuple[repo.RoundRow | None, UthRound | None, uth_records.UthBook | None, int]
+#: (round row, replayed round, book, stream version, id of the stream's last event).
+Loaded = tuple[repo.RoundRow | None, UthRound | None, uth_records.UthBook | None, int, str]
 
 
 class UthTables:
@@ -169,7 +121,7 @@ class UthTables:
     def load_round(self, row: repo.RoundRow | None) -> Loaded:
         """The round of ``row`` replayed from its stream, with its book."""
         if row is None:
-            return None, None, None, 0
+            return None, None, None, 0, ""
         table_id = row.table_id
         with self.engine.connect() as conn:
             envelopes = self.store.read_stream(conn, casino_stream(row.round_id))
@@ -181,14 +133,16 @@ class UthTables:
                 if got is not None:
                     book.feed(*got)
                     events.append(got[0])
-            return row, UthRound.replay(self.config, events), book, len(envelopes)
+            last = envelopes[-1].event_id if envelopes else ""
+            return row, UthRound.replay(self.config, events), book, len(envelopes), last
         except Exception:
             if row.status == repo.OPEN:
                 raise
-            return row, None, None, len(envelopes)  # an ended round voided from its rows
+            return row, None, None, len(envelopes), ""  # an ended round voided from its rows
 
     async def _reload(self, t: LiveTable) -> None:
-        t.row, t.round, t.book, t.version = await asyncio.to_thread(self._load, t.table_id)
+        loaded = await asyncio.to_thread(self._load, t.table_id)
+        t.row, t.round, t.book, t.version, t.last_event_id = loaded
 
     async def _restore(self, t: LiveTable, *, patient: bool = True) -> None:
         """The live round changed in memory and the change was not stored: replay it from
@@ -546,11 +500,25 @@ class UthTables:
         status = next((b.status for b, _ in reversed(parts) if b.status is not None), None)
         new_version = version + sum(len(b.msgs) for b, _ in parts)
 
+        last = [t.last_event_id]
+
         def write(conn: Connection) -> None:
-            at = version
+            at, last[0] = version, t.last_event_id
             for batch, request in parts:
-                cause = request[1] if request else ""
-                self.store.append(conn, casino_stream(round_id), at, batch.msgs, causation_id=cause)
+                if request is not None:  # a call's: its request id, the call's correlation
+                    cause, chain = request[1], ""
+                else:  # the table's clock: the round's chain, after the event it follows
+                    cause, chain = last[0], round_id
+                stored = self.store.append(
+                    conn,
+                    casino_stream(round_id),
+                    at,
+                    batch.msgs,
+                    correlation_id=chain,
+                    causation_id=cause,
+                )
+                if stored:
+                    last[0] = stored[-1].event_id
                 at += len(batch.msgs)
             if new_row is not None:
                 repo.insert_round(conn, new_row)
@@ -571,7 +539,7 @@ class UthTables:
                     repo.insert_request(conn, who, rid, repo.RequestRow(rpc, round_id, "OK", ""))
 
         await self.tx(t, write, round_id)
-        t.version = new_version
+        t.version, t.last_event_id = new_version, last[0]
         if status is not None and t.row is not None:
             t.row = dataclasses.replace(t.row, status=status)
         game = uth_records.GAME
