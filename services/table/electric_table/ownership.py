@@ -9,7 +9,9 @@ Two modes, chosen by ``ELECTRIC_TABLE_OWNERSHIP``:
   ``table.tournaments`` assigns to it. Kafka's group protocol is the membership: no
   home-made election. On assignment the instance takes the fencing epoch of each table
   (``electric_eventlog.fencing``) and rebuilds it from its events; on revocation it stops
-  the table's driver (timers, clocks, writes) and drops it from memory. Every write of a
+  the table's driver (timers, clocks, writes) and stops serving it, keeping it until the
+  assignment that follows: a table given back is resumed without a rebuild when nobody
+  took it meanwhile, any other is dropped (docs/scaling.md §3). Every write of a
   table checks the epoch in the write's transaction, so an instance that lost a partition
   while paused cannot append to its tables any more (``FencedError`` → ABORTED).
 """
@@ -20,6 +22,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Protocol
 
@@ -30,7 +33,7 @@ from electric_eventlog.fencing import Fence
 from electric_platform.eventpath import EventPath
 from sqlalchemy import Engine
 
-from electric_table.runtime import TableManager, table_stream
+from electric_table.runtime import TableManager, TableRuntime, table_stream
 from electric_table.store import repo
 
 log = logging.getLogger(__name__)
@@ -82,6 +85,9 @@ class PartitionFollower(Protocol):
 
 #: Lock-timeout retries of a takeover (each waits ``fencing.LOCK_TIMEOUT_MS``).
 TAKE_ATTEMPTS = 10
+#: Seconds a table of a revoked partition is kept suspended when no assignment follows
+#: (the member left the group): then its watchers are told and it is dropped.
+SUSPEND_GRACE_S = 10.0
 
 
 class PartitionOwnership:
@@ -114,6 +120,10 @@ class PartitionOwnership:
         self._live_ids = live_ids
         #: Also owned by this assignment (``casino.uth_ownership``): told after the tables.
         self.followers: list[PartitionFollower] = []
+        #: Tables of revoked partitions, kept with their driver stopped (and when) until the
+        #: assignment that follows says whether they stay here (:meth:`_settle_suspended`).
+        self.suspended: dict[str, tuple[TableRuntime, float]] = {}
+        self.kept = 0  # tables resumed without a rebuild after a rebalance (tests, logs)
 
     @property
     def owner(self) -> str:
@@ -161,8 +171,12 @@ class PartitionOwnership:
         new = set(partitions) - self.assigned
         self.assigned |= new
         self.unloaded |= new
+        kept = await self._settle_suspended()
         loaded = await self._load_unloaded()
-        log.info("table.partitions_assigned", extra={"partitions": sorted(new), "tables": loaded})
+        log.info(
+            "table.partitions_assigned",
+            extra={"partitions": sorted(new), "tables": loaded, "kept": kept},
+        )
         for follower in self.followers:
             try:
                 await follower.on_assigned(new)
@@ -197,19 +211,65 @@ class PartitionOwnership:
         return loaded
 
     async def on_revoked(self, partitions: Iterable[int]) -> int:
-        """Stop owning the tables of ``partitions``: stop their drivers and drop them."""
+        """Stop owning the tables of ``partitions``: stop their drivers and stop serving
+        them. Kept in :attr:`suspended` until the next assignment: Kafka's eager protocol
+        revokes every partition of every member at each rebalance, and most come back to
+        the same member, which then resumes them without a rebuild (:meth:`_resume`)."""
         gone = set(partitions) & self.assigned
         self.assigned -= gone
         self.unloaded -= gone
         dropped = 0
+        now = time.monotonic()
         for table_id in list(self.manager.tables):
             if partition_for(table_id, self.partitions) in gone:
-                await self.manager.disown(table_id)
+                rt = await self.manager.suspend(table_id)
+                if rt is not None:
+                    self.suspended[table_id] = (rt, now)
                 dropped += 1
         log.info("table.partitions_revoked", extra={"partitions": sorted(gone), "tables": dropped})
         for follower in self.followers:
             await follower.on_revoked(gone)
         return dropped
+
+    async def _settle_suspended(self, *, older_than: float = 0.0) -> int:
+        """Resume the suspended tables this instance owns again, when nothing happened to
+        them meanwhile; end the others (their watchers reconnect; a table owned again but
+        changed is rebuilt by the load that follows). ``older_than``: only those suspended
+        at least that long (the sweep: a revocation no assignment followed). Returns how
+        many were resumed."""
+        kept = 0
+        for table_id, (rt, since) in list(self.suspended.items()):
+            if time.monotonic() - since < older_than:
+                continue
+            del self.suspended[table_id]
+            if self.owns(table_id) and await self._resume(table_id, rt):
+                kept += 1
+            else:
+                self.manager.end_suspended(rt)
+        self.kept += kept
+        return kept
+
+    async def _resume(self, table_id: str, rt: TableRuntime) -> bool:
+        """Take ``table_id``'s epoch again and serve ``rt`` as it is, if no other instance
+        took the table meanwhile (the new epoch is the next after ours) and the stream holds
+        exactly what ``rt`` applied (a write cut off by the driver's cancellation may have
+        committed unseen). Otherwise False: the caller rebuilds it from its events."""
+        previous = rt.fence
+        try:
+            async with rt.lock:  # a command in flight finishes first
+                fence = await asyncio.to_thread(self.fence_for, table_id)
+                stored = await asyncio.to_thread(self._stream_version, table_id)
+                if previous is None or fence.epoch != previous.epoch + 1 or stored != rt.version:
+                    return False
+                self.manager.resume(rt, fence)
+                return True
+        except Exception as exc:  # the database is away: the load that follows retries
+            log.warning("table.resume_failed", extra={"table_id": table_id, "error": str(exc)})
+            return False
+
+    def _stream_version(self, table_id: str) -> int:
+        with self.engine.connect() as conn:
+            return self.manager.store.current_version(conn, table_stream(table_id))
 
     async def sweep(self) -> int:
         """Load the unfinished tables of this instance's partitions that nobody ever took
@@ -219,6 +279,7 @@ class PartitionOwnership:
         already applied, so without a sweep nobody would drive the table. Tables someone
         took are left alone: they move only with an assignment (``on_assigned``), so a
         resumed stale instance never takes a table back by sweeping."""
+        await self._settle_suspended(older_than=SUSPEND_GRACE_S)
         if not self.assigned:
             return 0
         loaded = await self._load_unloaded()

@@ -312,20 +312,45 @@ class TableManager:
     async def disown(self, table_id: str) -> bool:
         """Stop driving ``table_id`` here (its partition moved, or a write was fenced): stop
         its driver (timers, clocks, writes) and drop it from memory. False when not held."""
+        rt = await self.suspend(table_id)
+        if rt is None:
+            return False
+        self.end_suspended(rt)
+        return True
+
+    async def suspend(self, table_id: str) -> TableRuntime | None:
+        """Stop driving ``table_id`` (its driver: timers, clocks, deals) and stop serving it,
+        but keep the runtime: an eager rebalance revokes every partition and then often
+        assigns the same ones back (:meth:`resume`). Its watchers are not told yet;
+        :meth:`end_suspended` tells them when it is not coming back. None when not held."""
         rt = self.tables.pop(table_id, None)
         handle = self._releases.pop(table_id, None)
         if handle is not None:
             handle.cancel()
         if rt is None:
-            return False
-        task = rt.task
+            return None
+        task, rt.task = rt.task, None
         if task is not None and task is not asyncio.current_task():
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        return rt
+
+    def end_suspended(self, rt: TableRuntime) -> None:
+        """``rt`` is not served here any more: its watchers end (UNAVAILABLE: they reconnect
+        to the new owner)."""
         rt.notifier.notify()
-        log.info("table.disowned", extra={"table_id": table_id, "version": rt.version})
-        return True
+        log.info("table.disowned", extra={"table_id": rt.table_id, "version": rt.version})
+
+    def resume(self, rt: TableRuntime, fence: Fence | None) -> None:
+        """Serve and drive the suspended ``rt`` again, under ``fence`` (its new epoch)."""
+        rt.fence = fence
+        self.tables[rt.table_id] = rt
+        if not rt.finished and self.start_driver is not None:
+            rt.task = self.start_driver(rt)
+            rt.task.add_done_callback(functools.partial(self._driver_ended, rt))
+        self.release_later(rt)
+        log.info("table.resumed", extra={"table_id": rt.table_id, "version": rt.version})
 
     def disown_soon(self, table_id: str) -> None:
         """:meth:`disown` from a task of its own (callable from the table's driver)."""

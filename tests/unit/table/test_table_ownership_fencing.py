@@ -15,6 +15,7 @@ from electric_domain.tournament import DealHand, Tick
 from electric_eventlog import EventStore, migrate, upgrade
 from electric_eventlog.fencing import current
 from electric_platform import Aborted
+from electric_table import ownership as ownership_module
 from electric_table.consumers import on_table_filled, start_table
 from electric_table.handlers import TableHandlers
 from electric_table.ownership import (
@@ -58,6 +59,16 @@ def _create_table(engine: Engine, store: EventStore, table_id: str) -> None:
             else:
                 assert isinstance(payload, registration_events.TournamentStarted)
                 start_table(store, conn, envelope, payload)
+
+
+def _migrate(engine: Engine) -> None:
+    migrate(engine)
+    upgrade(
+        engine,
+        versions_dir=VERSIONS_DIR,
+        version_table="alembic_version_table",
+        target_metadata=metadata,
+    )
 
 
 class Instance:
@@ -127,13 +138,7 @@ async def _scenario(engine: Engine) -> None:
 
 
 def test_a_paused_owner_cannot_write_after_its_partition_moved(backend_engine: Engine) -> None:
-    migrate(backend_engine)
-    upgrade(
-        backend_engine,
-        versions_dir=VERSIONS_DIR,
-        version_table="alembic_version_table",
-        target_metadata=metadata,
-    )
+    _migrate(backend_engine)
     asyncio.run(_scenario(backend_engine))
 
 
@@ -194,11 +199,94 @@ async def _assignment_while_the_database_is_away(engine: Engine) -> None:
 def test_an_assignment_the_database_failed_is_finished_by_the_sweep(
     backend_engine: Engine,
 ) -> None:
-    migrate(backend_engine)
-    upgrade(
-        backend_engine,
-        versions_dir=VERSIONS_DIR,
-        version_table="alembic_version_table",
-        target_metadata=metadata,
-    )
+    _migrate(backend_engine)
     asyncio.run(_assignment_while_the_database_is_away(backend_engine))
+
+
+async def _kept_across_rebalances(engine: Engine) -> None:
+    stopping = asyncio.Event()
+    a, b = Instance(engine, "instance-a", stopping), Instance(engine, "instance-b", stopping)
+    table_id = "kept-1"
+    _create_table(engine, a.store, table_id)
+    part = partition_for(table_id, PARTS)
+    everything = list(range(PARTS))
+    rebuilds = {"n": 0}
+    real_rebuild = a.manager.rebuild
+
+    def counted_rebuild(tid: str) -> object:
+        rebuilds["n"] += 1
+        return real_rebuild(tid)
+
+    a.manager.rebuild = counted_rebuild  # type: ignore[method-assign]
+    # A stand-in driver (the real one would play the table on its own): a task per table.
+    a.manager.start_driver = lambda rt: asyncio.create_task(asyncio.sleep(3600))
+    assert await a.ownership.on_assigned(everything) == 1
+    rt = a.manager.tables[table_id]
+    first_driver = rt.task
+    assert first_driver is not None
+    await a.deal(table_id)
+    assert rebuilds["n"] == 1 and rt.fence is not None and rt.fence.epoch == 1
+
+    # 1. An eager rebalance that gives the partition back: the same runtime goes on, under
+    #    the next epoch, without a rebuild, and its watchers are not interrupted.
+    watching = rt.changed
+    assert await a.ownership.on_revoked(everything) == 1
+    assert table_id not in a.manager.tables and rt.task is None  # not driven meanwhile
+    assert first_driver.cancelled()
+    assert not watching.is_set()
+    assert await a.ownership.on_assigned(everything) == 0  # nothing rebuilt...
+    assert a.manager.tables[table_id] is rt and a.ownership.kept == 1  # ...it was kept
+    assert rt.fence.epoch == 2 and rebuilds["n"] == 1 and not watching.is_set()
+    assert rt.task is not None and not rt.task.done()  # driven again
+    await a.time_out(table_id)  # and it writes under the new epoch
+
+    # 2. The partition went to B, which wrote, and came back: A's kept runtime is stale
+    #    (the epoch moved on), so it is dropped (watchers told) and rebuilt from the events.
+    assert await a.ownership.on_revoked(everything) == 1
+    assert await b.ownership.on_assigned([part]) == 1
+    await b.time_out(table_id)
+    stored = b.manager.tables[table_id].version
+    assert await b.ownership.on_revoked([part]) == 1
+    assert await b.ownership.on_assigned([]) == 0
+    assert await a.ownership.on_assigned(everything) == 1
+    fresh = a.manager.tables[table_id]
+    assert fresh is not rt and fresh.version == stored and rebuilds["n"] == 2
+    assert watching.is_set() and a.ownership.kept == 1
+
+    # 3. A write committed that the runtime never applied (its driver was cancelled
+    #    mid-write): the stream is ahead, so it is rebuilt rather than resumed.
+    assert await a.ownership.on_revoked(everything) == 1
+    fresh.version -= 1
+    assert await a.ownership.on_assigned(everything) == 1
+    assert a.manager.tables[table_id] is not fresh and rebuilds["n"] == 3
+
+    # 4. Revoked and not given back: dropped at the assignment, watchers told.
+    watching = a.manager.tables[table_id].changed
+    assert await a.ownership.on_revoked(everything) == 1
+    assert await a.ownership.on_assigned([p for p in everything if p != part]) == 0
+    assert table_id not in a.ownership.suspended and watching.is_set()
+    assert table_id not in a.manager.tables
+
+    # 5. Revoked and no assignment at all (the member left): the sweep drops it after the
+    #    grace, not before.
+    assert await a.ownership.on_assigned([part]) == 1
+    watching = a.manager.tables[table_id].changed
+    assert await a.ownership.on_revoked(everything) == 1
+    await a.ownership.sweep()
+    assert table_id in a.ownership.suspended and not watching.is_set()
+    ownership_module.SUSPEND_GRACE_S = 0.0
+    try:
+        await a.ownership.sweep()
+    finally:
+        ownership_module.SUSPEND_GRACE_S = 10.0
+    assert table_id not in a.ownership.suspended and watching.is_set()
+    stopping.set()
+    await a.manager.close()
+    await b.manager.close()
+
+
+def test_tables_are_kept_across_an_eager_rebalance_unless_they_moved(
+    backend_engine: Engine,
+) -> None:
+    _migrate(backend_engine)
+    asyncio.run(_kept_across_rebalances(backend_engine))
