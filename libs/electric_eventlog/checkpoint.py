@@ -102,6 +102,39 @@ def merkle_root(leaves: Iterable[Leaf]) -> str:
     return _tree_hash(level).hex()
 
 
+class TreeHasher:
+    """:func:`merkle_root` of leaves fed one at a time, already sorted by stream id, in
+    O(log n) memory: the RFC 6962 tree of n leaves is the perfect subtrees of n's binary
+    digits, largest first, joined from the right. The checkpoint writer streams a store's
+    heads through it instead of keeping every head in memory (docs/chaos.md, "The wallet's
+    memory under sustained load")."""
+
+    def __init__(self) -> None:
+        self._stack: list[tuple[int, bytes]] = []  # (leaves, subtree hash), sizes falling
+        self._last: bytes | None = None
+        self.count = 0
+
+    def add(self, leaf: Leaf) -> None:
+        key = _sort_key(leaf)
+        if self._last is not None and key <= self._last:
+            raise ValueError(f"leaves out of order at {leaf.stream_id!r}")
+        self._last = key
+        size, node = 1, hashlib.sha256(b"\x00" + leaf.data()).digest()
+        while self._stack and self._stack[-1][0] == size:
+            _, left = self._stack.pop()
+            size, node = size * 2, hashlib.sha256(b"\x01" + left + node).digest()
+        self._stack.append((size, node))
+        self.count += 1
+
+    def root(self) -> str:
+        if not self._stack:
+            return hashlib.sha256(b"").hexdigest()
+        node = self._stack[-1][1]
+        for _, left in reversed(self._stack[:-1]):
+            node = hashlib.sha256(b"\x01" + left + node).digest()
+        return node.hex()
+
+
 class Heads:
     """The chain heads of a store, maintained as events are seen in global-position order."""
 
@@ -224,17 +257,49 @@ def build_checkpoints(
     max_leaves: int = MAX_LEAVES_PER_PART,
 ) -> list[Checkpoint]:
     """The signed record(s) of one checkpoint of ``heads`` at ``heads.position``."""
-    changed = heads.changed_since(since_position)
+    return sign_checkpoint(
+        heads.changed_since(since_position),
+        root=heads.root(),
+        stream_count=len(heads),
+        global_position=heads.position,
+        producer=producer,
+        instance_id=instance_id,
+        sequence=sequence,
+        since_position=since_position,
+        created_at_micros=created_at_micros,
+        kid=kid,
+        private_key=private_key,
+        max_leaves=max_leaves,
+    )
+
+
+def sign_checkpoint(
+    changed: Sequence[Leaf],
+    *,
+    root: str,
+    stream_count: int,
+    global_position: int,
+    producer: str,
+    instance_id: str,
+    sequence: int,
+    since_position: int,
+    created_at_micros: int,
+    kid: str,
+    private_key: Ed25519PrivateKey,
+    max_leaves: int = MAX_LEAVES_PER_PART,
+) -> list[Checkpoint]:
+    """The signed record(s) of one checkpoint: the heads ``changed`` since
+    ``since_position`` (sorted by stream id), split in parts of ``max_leaves``, each with
+    the Merkle ``root`` of all ``stream_count`` heads at ``global_position``."""
     chunks = [changed[i : i + max_leaves] for i in range(0, len(changed), max_leaves)] or [[]]
-    root = heads.root()
     return [
         Checkpoint(
             producer=producer,
             instance_id=instance_id,
             sequence=sequence,
-            global_position=heads.position,
+            global_position=global_position,
             since_position=since_position,
-            stream_count=len(heads),
+            stream_count=stream_count,
             merkle_root=root,
             created_at_micros=created_at_micros,
             kid=kid,

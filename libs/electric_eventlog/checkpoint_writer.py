@@ -1,15 +1,23 @@
 """The checkpoint writer: a service's periodic (and final) signed checkpoints of its store.
 
 :class:`CheckpointWriter` follows the store's global log (stream id, version, hash and
-position of each event: no payloads), keeps the chain heads in memory
-(:class:`~electric_eventlog.checkpoint.Heads`), and every ``interval`` seconds — and once
-more at shutdown, after the final outbox drain — signs a checkpoint of the heads at the last
-position it read and publishes it:
+position of each event: no payloads) and every ``interval`` seconds — and once more at
+shutdown, after the final outbox drain — signs a checkpoint of the heads at the last position
+it read and publishes it:
 
 * on the bus, topic ``electric.checkpoints`` (Kafka in production; the in-process bus in
   embedded mode), key = producer;
 * optionally also as one JSON line per record in a file (embedded mode: the auditor reads
   the file, since an in-process bus dies with the process).
+
+Memory stays bounded whatever the number of streams: only the heads that changed since the
+last checkpoint (its delta leaves) are kept; the Merkle root of every head is computed at
+each checkpoint by streaming the heads at its position from the store in stream-id byte
+order through :class:`~electric_eventlog.checkpoint.TreeHasher` (O(log n) memory; one read
+of the store's events up to that position per checkpoint). Keeping every head in memory
+grew a service with a stream per transfer (the wallet) by ~420 bytes per stream
+(docs/chaos.md, "The wallet's memory under sustained load"). Only the last ``keep_written``
+records stay in :attr:`CheckpointWriter.written`.
 
 Nothing is written when the store did not move since the last checkpoint. A failed publish
 is retried at the next tick with the same sequence number (sequences of one writer are
@@ -28,7 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, exists, select
 
 from . import schema
 from .bus import EventBus
@@ -36,9 +44,10 @@ from .checkpoint import (
     CHECKPOINT_TOPIC,
     MAX_LEAVES_PER_PART,
     Checkpoint,
-    Heads,
-    build_checkpoints,
+    Leaf,
+    TreeHasher,
     checkpoint_message,
+    sign_checkpoint,
     to_json,
 )
 from .engine import read_only
@@ -68,6 +77,7 @@ class CheckpointWriter:
         batch_size: int = 5000,
         max_leaves: int = MAX_LEAVES_PER_PART,
         clock: Callable[[], int] = _now_micros,
+        keep_written: int = 4,
     ) -> None:
         if interval <= 0:
             raise ValueError("the checkpoint interval must be positive")
@@ -83,12 +93,21 @@ class CheckpointWriter:
         self.batch_size = batch_size
         self.max_leaves = max_leaves
         self._clock = clock
-        self._heads = Heads()
+        self.keep_written = keep_written
+        #: Heads of the streams changed since the last checkpoint; last position read.
+        self._changed: dict[str, Leaf] = {}
+        self._position = 0
         self._lock = asyncio.Lock()
         #: Sequence number of the next checkpoint; position of the last one written.
         self.sequence = 1
         self.last_position: int | None = None
-        #: Every record this writer published (tests, diagnostics).
+        #: For the metrics (electric_platform.checkpointing): when the last checkpoint was
+        #: signed (its ``created_at``, seconds), when the writer last finished a pass (read
+        #: the store, signed what was new; the start until the first pass) and passes failed.
+        self.last_written_at: float | None = None
+        self.last_pass_at = clock() / 1e6
+        self.failures = 0
+        #: The last ``keep_written`` records this writer published (tests, diagnostics).
         self.written: list[Checkpoint] = []
 
     def _scan(self) -> None:
@@ -104,24 +123,57 @@ class CheckpointWriter:
             while True:
                 rows = conn.execute(
                     select(*columns)
-                    .where(events.c.global_position > self._heads.position)
+                    .where(events.c.global_position > self._position)
                     .order_by(events.c.global_position)
                     .limit(self.batch_size)
                 ).all()
                 for position, stream_id, version, hash_ in rows:
-                    self._heads.apply(stream_id, version, hash_, position)
+                    self._changed[stream_id] = Leaf(stream_id, version, hash_)
+                    self._position = max(self._position, position)
                 if len(rows) < self.batch_size:
                     return
+
+    def _root_at(self, position: int) -> tuple[str, int]:
+        """(Merkle root, stream count) of the heads at ``position``, streamed from the store
+        in stream-id byte order (``COLLATE "C"`` on PostgreSQL; SQLite compares bytes)."""
+        events = schema.events
+        later = events.alias("later")
+        stream = events.c.stream_id
+        order = stream.collate("C") if self.engine.dialect.name == "postgresql" else stream
+        query = (
+            select(stream, events.c.stream_version, events.c.hash)
+            .where(events.c.global_position <= position)
+            .where(
+                ~exists().where(
+                    later.c.stream_id == stream,
+                    later.c.stream_version > events.c.stream_version,
+                    later.c.global_position <= position,
+                )
+            )
+            .order_by(order)
+        )
+        tree = TreeHasher()
+        with read_only(self.engine.connect()) as conn, conn.begin():
+            rows = conn.execution_options(stream_results=True, yield_per=self.batch_size)
+            for stream_id, version, hash_ in rows.execute(query):
+                tree.add(Leaf(stream_id, version, hash_))
+        return tree.root(), tree.count
 
     async def write_once(self) -> list[Checkpoint]:
         """Sign and publish a checkpoint of the store as it is now; the records written
         (none when the store has not moved since the last checkpoint)."""
         async with self._lock:
             await asyncio.to_thread(self._scan)
-            if self.last_position == self._heads.position:
+            position = self._position
+            if self.last_position == position:
+                self.last_pass_at = self._clock() / 1e6
                 return []
-            records = build_checkpoints(
-                self._heads,
+            root, count = await asyncio.to_thread(self._root_at, position)
+            records = sign_checkpoint(
+                sorted(self._changed.values(), key=lambda leaf: leaf.stream_id.encode()),
+                root=root,
+                stream_count=count,
+                global_position=position,
                 producer=self.producer,
                 instance_id=self.instance_id,
                 sequence=self.sequence,
@@ -135,8 +187,13 @@ class CheckpointWriter:
             if self.file is not None:
                 await asyncio.to_thread(self._append_file, records)
             self.sequence += 1
-            self.last_position = self._heads.position
+            self.last_position = position
+            self._changed.clear()
+            self.last_written_at = records[0].created_at_micros / 1e6
+            self.last_pass_at = self._clock() / 1e6
             self.written.extend(records)
+            if len(self.written) > self.keep_written:
+                del self.written[: len(self.written) - self.keep_written]
             log.info(
                 "checkpoint.written",
                 extra={
@@ -165,6 +222,7 @@ class CheckpointWriter:
             try:
                 await self.write_once()
             except Exception:
+                self.failures += 1
                 log.exception("checkpoint.failed", extra={"producer": self.producer})
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=self.interval)

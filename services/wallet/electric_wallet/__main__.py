@@ -12,10 +12,13 @@ from __future__ import annotations
 from electric_platform.server import main
 
 from electric_wallet.app import setup
+from electric_wallet.memtrace import start_from_env
 
 
 def run() -> None:
-    """Console entry point."""
+    """Console entry point (``ELECTRIC_WALLET_TRACEMALLOC=<dir>``: memory reports, see
+    :mod:`electric_wallet.memtrace`)."""
+    start_from_env()
     main("wallet", setup)
 
 

@@ -132,7 +132,13 @@ def test_writer_runs_periodically_and_writes_a_final_checkpoint(tmp_path: Path) 
     key = Ed25519PrivateKey.generate()
     bus = InProcessBus()
     writer = CheckpointWriter(
-        store.engine, bus, producer="table", kid="k1", private_key=key, interval=0.05
+        store.engine,
+        bus,
+        producer="table",
+        kid="k1",
+        private_key=key,
+        interval=0.05,
+        keep_written=100,  # every record, to check the sequence from 1
     )
 
     async def scenario() -> None:
@@ -140,7 +146,15 @@ def test_writer_runs_periodically_and_writes_a_final_checkpoint(tmp_path: Path) 
         task = asyncio.create_task(writer.run(stop))
         for i in range(3):
             await asyncio.to_thread(store.append_in_new_tx, f"s{i}", ANY, [event(str(i))])
-            await asyncio.sleep(0.15)
+            # Wait for the periodic checkpoint of this position (not a fixed sleep: a
+            # loaded machine may run the writer late).
+            with store.engine.connect() as conn:
+                head = store.last_position(conn)
+            for _ in range(1000):
+                if writer.last_position == head:
+                    break
+                await asyncio.sleep(0.01)
+            assert writer.last_position == head
         stop.set()
         await task
         store.append_in_new_tx("late", ANY, [event("late")])
