@@ -20,6 +20,10 @@ deploy/observability.sh serves to Prometheus with ``textfile_exporter.py``):
 Alerts ``AuditVerifyFailed`` and ``AuditVerifyStale`` read them. Schedule it (cron or a
 systemd timer), e.g. hourly: ``17 * * * * cd /srv/electric && .venv/bin/python
 deploy/audit/verify_metrics.py -- --kafka 127.0.0.1:9092``. Exits with verify's status.
+
+``--every SECONDS`` runs it again and again, SECONDS apart (end of one run to the start of the
+next), until SIGTERM (or ``--runs N`` runs): docker-compose's ``audit`` service, which has no
+cron, uses it. Exits with the last run's status.
 """
 
 from __future__ import annotations
@@ -28,9 +32,11 @@ import argparse
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -122,20 +128,15 @@ def write_atomically(path: Path, text: str) -> None:
     os.replace(tmp, path)  # a scrape sees the old file or the new one, never half
 
 
-def main(argv: list[str] | None = None) -> int:
-    args_in = list(sys.argv[1:] if argv is None else argv)
-    verify_args = args_in[args_in.index("--") + 1 :] if "--" in args_in else []
-    own = args_in[: args_in.index("--")] if "--" in args_in else args_in
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "var" / "observability" / "textfile")
-    parser.add_argument("--python", default=sys.executable, help="interpreter with electric_audit")
-    args = parser.parse_args(own)
+def run_once(args: argparse.Namespace, verify_args: list[str]) -> int:
+    """One ``electric-audit verify`` run, its result written to ``args.out``."""
     command = [args.python, "-m", "electric_audit.cli", "verify", "--json", *verify_args]
     start = time.monotonic()
     proc = subprocess.run(command, capture_output=True, text=True, check=False)
     duration = time.monotonic() - start
     sys.stdout.write(proc.stdout)
     sys.stderr.write(proc.stderr)
+    sys.stdout.flush()
     path = args.out / FILE_NAME
     text = render(
         code=proc.returncode,
@@ -146,6 +147,31 @@ def main(argv: list[str] | None = None) -> int:
     )
     write_atomically(path, text)
     return proc.returncode
+
+
+def main(argv: list[str] | None = None) -> int:
+    args_in = list(sys.argv[1:] if argv is None else argv)
+    verify_args = args_in[args_in.index("--") + 1 :] if "--" in args_in else []
+    own = args_in[: args_in.index("--")] if "--" in args_in else args_in
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "var" / "observability" / "textfile")
+    parser.add_argument("--python", default=sys.executable, help="interpreter with electric_audit")
+    parser.add_argument(
+        "--every", type=float, default=0.0, help="repeat, SECONDS between runs (0: run once)"
+    )
+    parser.add_argument("--runs", type=int, default=0, help="with --every: stop after N runs")
+    args = parser.parse_args(own)
+    if args.every < 0 or args.runs < 0:
+        parser.error("--every and --runs must not be negative")
+    stop = threading.Event()
+    if args.every:  # a container's stop (SIGTERM) ends the loop between runs
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    runs = 0
+    while True:
+        code = run_once(args, verify_args)
+        runs += 1
+        if not args.every or runs == args.runs or stop.wait(args.every):
+            return code
 
 
 if __name__ == "__main__":

@@ -16,6 +16,19 @@ beside it as ``checkpoint-<service>.jwks.json`` for auditors (``electric-audit v
 
 ``python -m electric_platform.checkpointing DIR`` writes a key per service into ``DIR`` and
 prints the variables that use them.
+
+Metrics (:class:`CheckpointCollector`, the host's registry, read from the writer at scrape
+time; present from the start, so panels have data before the first checkpoint):
+
+- ``electric_checkpoint_last_position`` / ``..._last_sequence``: global position and sequence
+  number of the last checkpoint this process signed (0: none yet);
+- ``electric_checkpoint_last_timestamp_seconds``: its ``created_at`` (0: none yet);
+- ``electric_checkpoint_last_pass_timestamp_seconds``: when the writer last finished a pass
+  (read the store and signed whatever was new: an idle store needs no new checkpoint, so
+  this, not the last checkpoint's time, says whether checkpoints keep up); the writer's
+  start until its first pass. Alert ``CheckpointsStale`` (deploy/prometheus/alerts.yml);
+- ``electric_checkpoint_interval_seconds``; ``electric_checkpoints_written_total`` and
+  ``electric_checkpoint_failures_total`` (passes that failed and are retried).
 """
 
 from __future__ import annotations
@@ -23,11 +36,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from electric_eventlog import EventBus
 from electric_eventlog.checkpoint import CHECKPOINT_ROLE, CHECKPOINT_TOPIC
 from electric_eventlog.checkpoint_writer import CheckpointWriter
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 from sqlalchemy import Engine
 
 from electric_platform.config import (
@@ -109,6 +125,56 @@ def checkpoint_signing_key(cfg: ServiceConfig) -> SigningKey:
     return key
 
 
+class CheckpointCollector(Collector):
+    """The checkpoint writer's metrics (module doc), read at scrape time."""
+
+    def __init__(self, writer: CheckpointWriter) -> None:
+        self.writer = writer
+
+    def collect(self) -> Iterator[Metric]:
+        w = self.writer
+        gauges = (
+            (
+                "electric_checkpoint_last_position",
+                "Global position of the last checkpoint this process signed (0: none yet).",
+                w.last_position or 0,
+            ),
+            (
+                "electric_checkpoint_last_sequence",
+                "Sequence number of the last checkpoint this process signed (0: none yet).",
+                w.sequence - 1,
+            ),
+            (
+                "electric_checkpoint_last_timestamp_seconds",
+                "created_at of the last checkpoint this process signed (0: none yet).",
+                w.last_written_at or 0.0,
+            ),
+            (
+                "electric_checkpoint_last_pass_timestamp_seconds",
+                "When the checkpoint writer last read the store and signed what was new "
+                "(its start until the first pass).",
+                w.last_pass_at,
+            ),
+            (
+                "electric_checkpoint_interval_seconds",
+                "Seconds between two passes of the checkpoint writer.",
+                w.interval,
+            ),
+        )
+        for name, doc, value in gauges:
+            yield GaugeMetricFamily(name, doc, value=float(value))
+        yield CounterMetricFamily(
+            "electric_checkpoints_written",
+            "Checkpoints (sequence numbers) this process signed and published.",
+            value=float(w.sequence - 1),
+        )
+        yield CounterMetricFamily(
+            "electric_checkpoint_failures",
+            "Checkpoint passes that failed (retried at the next one).",
+            value=float(w.failures),
+        )
+
+
 async def open_checkpoints(
     host: ServiceHost, engine: Engine, bus: EventBus, instance_id: str
 ) -> CheckpointWriter | None:
@@ -146,6 +212,7 @@ async def open_checkpoints(
         file=file,
     )
     host.add_background("checkpoints", lambda: writer.run(host.stopping), restart=True)
+    host.metrics.registry.register(CheckpointCollector(writer))
     host.on_shutdown(writer.close)
     host.log.info(
         "checkpoints.opened",

@@ -208,6 +208,19 @@ def test_verify_metrics_runs_the_real_cli(tmp_path: Path) -> None:
     assert "last_success" not in text
 
 
+def test_verify_metrics_repeats_with_every(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--every runs verify again and again (compose's audit service); --runs bounds it."""
+    assert verify_metrics.main(["--out", str(tmp_path)]) == 2
+    once = capsys.readouterr().err
+    assert once.strip()
+    assert verify_metrics.main(["--out", str(tmp_path), "--every", "0.01", "--runs", "2"]) == 2
+    assert capsys.readouterr().err == once * 2
+    text = (tmp_path / verify_metrics.FILE_NAME).read_text()
+    assert "electric_audit_verify_exit_code 2\n" in text
+
+
 @pytest.fixture
 def textfile_server(tmp_path: Path) -> Iterator[str]:
     from http.server import ThreadingHTTPServer

@@ -32,6 +32,10 @@ class WinCall:
 
     win: WinRow
     blocking: bool = False
+    #: Correlation id of the CasinoWinOwed (the settling request's), bound while it runs.
+    correlation_id: str = ""
+    #: Id of the CasinoWinOwed that owes the credit.
+    causation_id: str = ""
 
     @property
     def op_id(self) -> str:
@@ -73,7 +77,14 @@ class CasinoCrediter:
     # ------------------------------------------------------------------ OwedWorkSource
 
     def pending(self, group: str | None) -> list[WinCall]:
-        return [WinCall(w) for w in self.wins.owed(group)]
+        wins = self.wins.owed(group)
+        causes = self.wins.owed_causes(w.round_id for w in wins) if wins else {}
+        out = []
+        for w in wins:
+            cause = causes.get(w.transfer_key)
+            ids = (cause.correlation_id, cause.event_id) if cause is not None else ("", "")
+            out.append(WinCall(w, correlation_id=ids[0], causation_id=ids[1]))
+        return out
 
     def groups_waiting(self) -> Iterable[str]:
         return ()

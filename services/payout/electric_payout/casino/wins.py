@@ -8,15 +8,23 @@ and one CasinoWinOwed (stream ``payout-casino-<round>``) per winning bet; voided
 is owed (the table voids the pending stakes). A redelivered or late event changes nothing.
 
 :class:`~electric_payout.casino.crediter.CasinoCrediter` then credits each owed win.
+
+Causality (docs/logging.md): CasinoWinOwed keeps the correlation id of the CasinoRoundSettled
+it follows (the request that settled the round) and is caused by it; the credit's wallet call
+and CasinoWinCredited carry that correlation id and are caused by the CasinoWinOwed (the
+crediter binds both, read back with :meth:`CasinoWins.owed_causes`). The round id stands in
+only for an event without a correlation id.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
+from electric.eventlog.v1.envelope_pb2 import Envelope
 from electric.payout.v1 import casino_events_pb2 as ce
 from electric_clients.convert import usd
-from electric_eventlog import ANY, NO_STREAM, EventStore, utc_now
+from electric_eventlog import ANY, NO_STREAM, EventStore, causality, utc_now
 from sqlalchemy import Connection, Engine
 
 from electric_payout.casino import repo
@@ -91,7 +99,7 @@ class CasinoWins:
                 casino_stream(settled.round_id),
                 NO_STREAM,
                 list(events),
-                correlation_id=correlation_id or settled.round_id,
+                correlation_id=correlation_id or causality.correlation_id() or settled.round_id,
                 causation_id=source_event_id,
                 occurred_at=now,
             )
@@ -132,6 +140,21 @@ class CasinoWins:
         with self.engine.connect() as conn:
             return repo.owed_wins(conn, round_id)
 
+    def owed_causes(self, round_ids: Iterable[str]) -> dict[str, Envelope]:
+        """The CasinoWinOwed envelope of each win (by transfer key) of ``round_ids``: the
+        event that owes the credit (its id and correlation id travel with the wallet call)."""
+        owed_type = ce.CasinoWinOwed.DESCRIPTOR.full_name
+        out: dict[str, Envelope] = {}
+        with self.engine.connect() as conn:
+            for round_id in set(round_ids):
+                for envelope in self.store.read_stream(conn, casino_stream(round_id)):
+                    if envelope.event_type != owed_type:
+                        continue
+                    owed = ce.CasinoWinOwed()
+                    envelope.payload.Unpack(owed)
+                    out[owed.idempotency_key] = envelope
+        return out
+
     def mark_credited(self, w: repo.WinRow, transfer_id: str) -> bool:
         """owed → credited with CasinoWinCredited, once. True when this call did it."""
         now = utc_now()
@@ -154,8 +177,10 @@ class CasinoWins:
                         idempotency_key=w.transfer_key,
                     )
                 ],
-                correlation_id=w.round_id,
-                causation_id=w.transfer_key,
+                # The crediter binds the CasinoWinOwed's ids (module doc); the round id and
+                # the transfer key only stand in for a credit run outside it.
+                correlation_id=causality.correlation_id() or w.round_id,
+                causation_id=causality.causation_id() or w.transfer_key,
                 occurred_at=now,
             )
             return True

@@ -4,6 +4,11 @@
 
 Time is an input: every decision takes ``now`` from the injected ``clock`` (tests pass a fake
 one), so idle expiry is tested without waiting 20 minutes.
+
+Causality (docs/logging.md): the events of a JoinCasinoTable / LeaveCasinoTable call carry the
+call's correlation id and its request id as causation (bound by the gRPC server; the store
+takes them from the context). What no request caused (the start-up's UTH tables, an idle
+expiry) is correlated by the table id.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from electric_domain.lobby.casino import (
     touch,
 )
 from electric_domain.lobby.casino_lobby import GameLine, casino_lobby
-from electric_eventlog import ANY, EventStore, utc_now
+from electric_eventlog import ANY, EventStore, causality, utc_now
 from google.protobuf.message import Message
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import IntegrityError
@@ -79,7 +84,7 @@ class CasinoLobby:
             casino_stream(table_id),
             ANY,
             list(events),
-            correlation_id=table_id,
+            correlation_id=causality.correlation_id() or table_id,
             occurred_at=self.clock(),
         )
 
