@@ -327,3 +327,32 @@ async def test_only_a_seated_player_deals_and_a_released_seat_keeps_the_round(en
     with pytest.raises(grpc.aio.AioRpcError) as again:
         await deal(env, rid="d2")
     assert again.value.code() == grpc.StatusCode.PERMISSION_DENIED
+
+
+async def test_a_retry_after_the_intent_was_voided_reserves_nothing(env: Env) -> None:
+    """Chaos seed 11: a Deal failed after its intent (a PostgreSQL restart), the intent was
+    auto-voided while the wallet did not have the transfer ("never reserved"), then the
+    client retried the same request. The retry must not reserve the bet again: nothing
+    would ever resolve that reservation (it was left pending for good)."""
+    from electric_table.casino.handlers import round_id_for
+    from electric_table.store import tables as t
+    from sqlalchemy import update
+
+    round_id = round_id_for("alice", "d-retry")
+    bet_id = f"{round_id}:ante"
+    with env.handlers.engine.begin() as conn:  # what the auto-void left of the first attempt
+        repo.record_intent(conn, repo.BetRow(bet_id, round_id, "alice", "ante", ANTE, "", False))
+        conn.execute(
+            update(t.casino_bets)
+            .where(t.casino_bets.c.bet_id == bet_id)
+            .values(owed_op=repo.VOID, op_done=True)
+        )
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await deal(env, rid="d-retry")
+    assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    with pytest.raises(grpc.aio.AioRpcError) as missing:
+        await env.transfer(bet_id)
+    assert missing.value.code() == grpc.StatusCode.NOT_FOUND  # nothing reserved
+    assert (await wallet_kit.balance(env.wallet, "alice")).reserved == 0
+    view = await deal(env, rid="d-new")  # a new request deals
+    assert view.status == "open" and (await env.transfer(view.bets[0].bet_id)).state == PENDING

@@ -332,11 +332,19 @@ class CasinoHandlers:
     async def _reserve(self, bets: list[repo.BetRow]) -> None:
         for b in bets:
 
-            def intent(b: repo.BetRow = b) -> None:
+            def intent(b: repo.BetRow = b) -> bool:
                 with self.engine.begin() as conn:
-                    repo.record_intent(conn, b)
+                    return repo.record_intent(conn, b)
 
-            await asyncio.to_thread(intent)
+            if not await asyncio.to_thread(intent):
+                # A retry of a command whose earlier attempt failed after its intent and was
+                # auto-voided since: the wallet may not have the transfer any more (a void
+                # of an unknown transfer is "never reserved"), so reserving it again would
+                # hold money that no row resolves. The request is spent; a new one deals.
+                raise FailedPrecondition(
+                    f"bet {b.bet_id} was voided after an earlier attempt of this request "
+                    "failed; send a new request"
+                )
             try:
                 await money.reserve(self.wallet, b.bet_id, b.player_id, b.amount_cents)
             except FailedPrecondition:

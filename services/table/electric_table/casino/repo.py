@@ -175,8 +175,11 @@ def _bet(r: object) -> BetRow:
     )
 
 
-def record_intent(conn: Connection, b: BetRow) -> None:
-    """Before the wallet reservation: the bet may exist in the wallet from now on."""
+def record_intent(conn: Connection, b: BetRow) -> bool:
+    """Before the wallet reservation: the bet may exist in the wallet from now on. False
+    when the bet's row exists and is no longer an intent: an earlier attempt of the same
+    command left an intent that was resolved (auto-voided) since, so reserving it again
+    would hold money that nothing resolves (found by the chaos run, seed 11)."""
     insert_once(
         conn,
         t.casino_bets,
@@ -191,6 +194,9 @@ def record_intent(conn: Connection, b: BetRow) -> None:
             "last_error": "",
         },
     )
+    c = t.casino_bets.c
+    owed_op: str = conn.execute(select(c.owed_op).where(c.bet_id == b.bet_id)).scalar_one()
+    return owed_op == INTENT
 
 
 def forget_intent(conn: Connection, bet_id: str) -> None:
