@@ -154,3 +154,42 @@ async def test_one_pass_carries_a_decision_window(tmp_path: Path, wallet: wallet
         held = {p: (await wallet_kit.balance(wallet, p)).reserved for p in players}
         for i, p in enumerate(players[:-1]):
             assert held[p] == 200 + (400 if i % 2 else 0), (p, held[p])  # Play 4x the ante
+
+
+async def test_a_placement_whose_intent_was_voided_since_reserves_nothing(
+    tmp_path: Path, wallet: wallet_kit.Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The UTH twin of THB's chaos seed 11 finding: an earlier attempt of the request left
+    an intent that the auto-void rule resolved since (the wallet never had the transfer).
+    The retry must not reserve that bet again: nothing would resolve the reservation. It is
+    refused alone; the other placements of its pass stand."""
+    from electric_table.casino import repo, uth_batch
+    from electric_table.store import tables as t
+    from sqlalchemy import update
+
+    players = ["v1", "v2"]
+    for p in players:
+        await wallet_kit.deposit(wallet, p, 50_000)
+    real = repo.record_intent
+
+    def voided_since(conn: object, b: repo.BetRow) -> bool:
+        if b.player_id == "v1":  # what the auto-void left of the first attempt
+            real(conn, b)  # type: ignore[arg-type]
+            conn.execute(  # type: ignore[attr-defined]
+                update(t.casino_bets)
+                .where(t.casino_bets.c.bet_id == b.bet_id)
+                .values(owed_op=repo.VOID, op_done=True)
+            )
+        return real(conn, b)  # type: ignore[arg-type]
+
+    async with table_host(tmp_path, wallet, windows(20_000, 300, 2000, pause=5000)) as env:
+        await seat(env, players)
+        await env.wait(players[0], betting)
+        monkeypatch.setattr(uth_batch.repo, "record_intent", voided_since)
+        codes = [await place(env, p, ANTE, 100, uuid.uuid4().hex) for p in players]
+        assert codes == [grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.OK]
+        held = {p: (await wallet_kit.balance(wallet, p)).reserved for p in players}
+        assert held == {"v1": 0, "v2": 200}  # v2: ante + blind; v1: nothing held
+        monkeypatch.setattr(uth_batch.repo, "record_intent", real)
+        assert await place(env, "v1", ANTE, 100, uuid.uuid4().hex) == grpc.StatusCode.OK
+        assert (await wallet_kit.balance(wallet, "v1")).reserved == 200  # a new request bets

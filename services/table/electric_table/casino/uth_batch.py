@@ -146,21 +146,33 @@ async def reserve_bets(
     if not bets:
         return []
 
-    def intents() -> None:
+    def intents() -> list[bool]:
         try:
             with tables.engine.begin() as conn:
                 if t.fence is not None:
                     t.fence.check(conn)
-                for b in bets:
-                    repo.record_intent(conn, b)
+                return [repo.record_intent(conn, b) for b in bets]
         except FencedError as exc:
             raise TableMoved(f"{fence_table(exc)} moved to another instance; retry") from exc
 
-    await tables.refuse(t, intents)
+    still_intents: list[bool] = await tables.refuse(t, intents)
     wallet = tables.base.wallet
+
+    async def reserve(b: repo.BetRow, is_intent: bool) -> None:
+        if not is_intent:
+            # A retry whose earlier attempt left an intent that was auto-voided since: the
+            # wallet may not hold the transfer any more (a void of an unknown transfer is
+            # "never reserved"), so reserving again would hold money no row resolves. The
+            # request is spent, as in THB's ``_reserve`` (docs/chaos.md, item 5).
+            raise FailedPrecondition(
+                f"bet {b.bet_id} was voided after an earlier attempt of this request "
+                "failed; send a new request"
+            )
+        await money.reserve(wallet, b.bet_id, b.player_id, b.amount_cents)
+
     return list(
         await asyncio.gather(
-            *(money.reserve(wallet, b.bet_id, b.player_id, b.amount_cents) for b in bets),
+            *(reserve(b, ok) for b, ok in zip(bets, still_intents, strict=True)),
             return_exceptions=True,
         )
     )

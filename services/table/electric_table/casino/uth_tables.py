@@ -37,7 +37,7 @@ import logging
 import re
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import electric_domain.casino.uth.events as uth
 from electric.table.v1 import casino_events_pb2 as cev
@@ -69,6 +69,7 @@ from electric_table.casino.uth_recovery import void_unreplayable
 from electric_table.casino.uth_settings import DEFAULT_PAUSE_MS, pause_ms, uth_config
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 UTH_TABLE = re.compile(r"^uth-[0-9]+$")
 #: Seconds a failed change retries reloading its round before the table is marked broken.
@@ -429,10 +430,10 @@ class UthTables:
             self.moved(t)
             raise
 
-    async def refuse(self, t: LiveTable, store: Callable[[], None]) -> None:
-        """Store a refusal row (``store``, under ``t``'s fence) from a worker thread."""
+    async def refuse(self, t: LiveTable, store: Callable[[], _T]) -> _T:
+        """Run ``store`` (a write under ``t``'s fence) in a worker thread; its answer."""
         try:
-            await asyncio.to_thread(store)
+            return await asyncio.to_thread(store)
         except TableMoved:
             self.moved(t)
             raise
