@@ -131,13 +131,13 @@ soak: setup
 	  --interval $(or $(INTERVAL),60s) $(SOAK_ARGS)
 
 ## Chaos run (issue 18, docs/chaos.md): make chaos SEED=1 TOURNAMENTS=20 ROUNDS=100 FAULTS=30
-## DURATION=30m [KINDS=kill9,pause,...] [CHAOS_ARGS=...]. Own PostgreSQL + Kafka, seeded faults
+## DURATION=30m [TABLES=2] [KINDS=kill9,pause,...] [CHAOS_ARGS=...]. Own PostgreSQL + Kafka, seeded faults
 ## under load, drain, every invariant; fault table + var/chaos/<run>/report.json; exit 1 if broken.
 chaos: setup
 	nice -n 10 $(BIN)/python -u -m tests.chaos --seed $(or $(SEED),1) \
 	  --tournaments $(or $(TOURNAMENTS),20) --rounds $(or $(ROUNDS),100) \
 	  --faults $(or $(FAULTS),30) --duration $(or $(DURATION),30m) \
-	  $(if $(KINDS),--kinds $(KINDS)) $(CHAOS_ARGS)
+	  --table-instances $(or $(TABLES),2) $(if $(KINDS),--kinds $(KINDS)) $(CHAOS_ARGS)
 
 infra-up:
 	bash deploy/infra.sh up

@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from tests.chaos.faults import KINDS, schedule
+from tests.chaos.faults import KINDS, instances, schedule
 from tests.chaos.run import ChaosConfig, run, table
 
 
@@ -32,12 +32,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tournament-bots", type=int, default=24)
     p.add_argument("--thb-bots", type=int, default=6)
     p.add_argument("--uth-bots", type=int, default=4)
+    p.add_argument(
+        "--table-instances", type=int, default=2, help="table-service processes (scale-out)"
+    )
     p.add_argument("--out", type=Path, default=ChaosConfig.out, help="run directories here")
     p.add_argument("--plan", action="store_true", help="print the fault schedule and exit")
     a = p.parse_args(argv)
     kinds = tuple(k for k in a.kinds.split(",") if k)
     if a.plan:
-        for f in schedule(a.seed, a.faults, a.duration, kinds, a.gap):
+        for f in schedule(a.seed, a.faults, a.duration, kinds, a.gap, instances(a.table_instances)):
             print(f)
         return 0
     cfg = ChaosConfig(
@@ -51,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         tournament_bots=a.tournament_bots,
         thb_bots=a.thb_bots,
         uth_bots=a.uth_bots,
+        table_instances=a.table_instances,
         out=a.out,
     )
     report = run(cfg, log=lambda line: print(line, flush=True))

@@ -32,6 +32,12 @@ SERVICES = ("registration", "table", "wallet", "payout")
 KINDS = ("kill9", "pause", "kafka_restart", "pg_restart", "slow_disk", "disconnect")
 
 
+def instances(table_instances: int = 1) -> tuple[str, ...]:
+    """The service processes of a run: the four services, then ``table-2`` … when the table
+    service runs as several instances (scale-out, issue 17)."""
+    return SERVICES + tuple(f"table-{k}" for k in range(2, table_instances + 1))
+
+
 @dataclass(frozen=True)
 class Fault:
     """One planned fault (all of it drawn from the seed)."""
@@ -52,11 +58,17 @@ class Fault:
 
 
 def schedule(
-    seed: int, count: int, duration: float, kinds: Sequence[str] = KINDS, gap: float = 6.0
+    seed: int,
+    count: int,
+    duration: float,
+    kinds: Sequence[str] = KINDS,
+    gap: float = 6.0,
+    victims: Sequence[str] = SERVICES,
 ) -> list[Fault]:
     """``count`` faults, every kind in ``kinds`` equally often (±1), in a seeded order,
     spread with a mean gap of ``gap`` s (less when ``count`` gaps would not fit in 70% of
-    ``duration``)."""
+    ``duration``). Kills and pauses pick among ``victims``: the service processes
+    (:func:`instances`)."""
     unknown = set(kinds) - set(KINDS)
     if unknown:
         raise ValueError(f"unknown fault kinds {sorted(unknown)}; known: {', '.join(KINDS)}")
@@ -68,7 +80,7 @@ def schedule(
     out = []
     for index, kind in enumerate(bag):
         if kind in ("kill9", "pause"):
-            victim = rng.choice(SERVICES)
+            victim = rng.choice(victims)
         elif kind == "disconnect":
             victim = rng.choice(("tournament", "casino"))
         else:
@@ -128,7 +140,7 @@ class Injector:
     async def supervise(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             await self._infra_alive()
-            for name in SERVICES:
+            for name in list(self.cluster.procs):
                 popen = self.cluster.procs[name].popen
                 if name in self._down or popen is None or popen.poll() is None:
                     continue
@@ -152,10 +164,10 @@ class Injector:
             await asyncio.to_thread(self.postgres.up)
 
     async def wait_serving(self, timeout: float = 180.0) -> float:
-        """Seconds until every service answers SERVING (raises after ``timeout``)."""
+        """Seconds until every service process answers SERVING (raises after ``timeout``)."""
         began = time.monotonic()
-        for name in SERVICES:
-            target = self.cluster.target(name)
+        for name in list(self.cluster.procs):
+            target = self.cluster.procs[name].target  # each instance, not one of them
             async with grpc.aio.insecure_channel(target) as channel:
                 stub = health_pb2_grpc.HealthStub(channel)
                 while True:

@@ -94,13 +94,14 @@ QUIET = {
 def loud(cluster: Any) -> list[str]:
     """What keeps the platform from being quiet (empty: quiet)."""
     out = []
-    for name in TOPICS:
+    for name in (n for n in cluster.procs if n.split("-")[0] in TOPICS):
+        service = name.split("-")[0]
         try:
             got = scrape(cluster.procs[name].metrics_port)
         except OSError as exc:
             out.append(f"{name} metrics: {exc}")
             continue
-        for metric in (*QUIET.get(name, ()), "electric_outbox_unsent_events"):
+        for metric in (*QUIET.get(service, ()), "electric_outbox_unsent_events"):
             value = got.get(metric, math.nan)
             if value != 0:  # NaN too
                 out.append(f"{metric}={value:g}")

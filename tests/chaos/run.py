@@ -3,7 +3,8 @@
 1. Own infrastructure: a PostgreSQL cluster and a Kafka broker started by deploy/postgres.sh
    and deploy/kafka.sh on free loopback ports with their own data directories (the faults
    restart and pause them; the shared instances are never touched), stopped at the end.
-2. The four services as separate processes (``run_cluster`` of the platform e2e tests).
+2. The four services as separate processes (``run_cluster`` of the platform e2e tests), the
+   table service as ``table_instances`` processes on one database (partition ownership).
 3. Load: tournament bots (``BotRunner``) and casino bots (``CasinoRunner``: private THB tables
    and the live UTH table) until ``tournaments`` finished, ``rounds`` casino rounds were
    played and every fault was injected, or ``duration`` seconds passed; then they drain.
@@ -33,7 +34,7 @@ from electric_bots.casino_runner import CasinoRunner, CasinoRunnerConfig
 from electric_bots.runner import BotRunner, BotRunnerConfig, Targets
 
 from tests.chaos import invariants as inv
-from tests.chaos.faults import KINDS, Injector, schedule
+from tests.chaos.faults import KINDS, Injector, instances, schedule
 from tests.chaos.infra import ROOT, PrivateKafka, PrivatePostgres
 from tests.support.auth import ISSUER_KEY
 
@@ -52,6 +53,9 @@ class ChaosConfig:
     tournament_bots: int = 24
     thb_bots: int = 6
     uth_bots: int = 4
+    #: Table-service processes on one table database (issue 17's partition ownership): the
+    #: faults kill and pause each, and the bots reach them through one target.
+    table_instances: int = 2
     #: Seconds the drain may take before the run fails as "not quiet".
     drain_budget: float = 300.0
     #: A broker to use instead of starting one (only without ``kafka_restart`` faults).
@@ -89,7 +93,8 @@ def run(cfg: ChaosConfig, log: Callable[[str], None] = print) -> Report:
     run_dir = cfg.out / f"seed{cfg.seed}-{stamp}-{uuid.uuid4().hex[:4]}"
     run_dir.mkdir(parents=True)
     report = Report({k: str(v) for k, v in asdict(cfg).items()}, str(run_dir))
-    faults = schedule(cfg.seed, cfg.faults, cfg.duration, cfg.kinds, cfg.gap)
+    victims = instances(cfg.table_instances)
+    faults = schedule(cfg.seed, cfg.faults, cfg.duration, cfg.kinds, cfg.gap, victims)
     log(f"chaos seed {cfg.seed}: {len(faults)} faults {dict(Counter(f.kind for f in faults))}")
     log(f"  run directory {run_dir}")
     if cfg.shared_kafka and "kafka_restart" in cfg.kinds:
@@ -113,7 +118,11 @@ def run(cfg: ChaosConfig, log: Callable[[str], None] = print) -> Report:
         }
         t = time.monotonic()
         with cluster_mod.run_cluster(
-            postgres.url, kafka.bootstrap, run_dir / "cluster", extra_env=extra
+            postgres.url,
+            kafka.bootstrap,
+            run_dir / "cluster",
+            extra_env=extra,
+            table_instances=cfg.table_instances,
         ) as cluster:
             report.seconds["services_up"] = round(time.monotonic() - t, 1)
             report.namespace = cluster.namespace

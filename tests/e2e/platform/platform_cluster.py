@@ -62,14 +62,23 @@ class Cluster:
         #: ELECTRIC_KAFKA_NAMESPACE of this run (its topics are ``<namespace>.electric.…``).
         self.namespace = namespace
 
+    def instances(self, service: str) -> list[str]:
+        """The process names of ``service``: ``table``, then ``table-2``, ``table-3`` …"""
+        return [n for n in self.procs if n.split("-")[0] == service]
+
     def target(self, name: str) -> str:
-        return str(self.procs[name].target)  # type: ignore[attr-defined]
+        """A service's gRPC target: every instance of it (the channel picks one and moves to
+        another when it dies; a table instance forwards to a table's owner), or one process
+        when ``name`` is an instance's name (``table-2``)."""
+        names = self.instances(name) if name in SERVICES else [name]
+        addresses = [str(self.procs[n].target) for n in names]  # type: ignore[attr-defined]
+        return addresses[0] if len(addresses) == 1 else "ipv4:" + ",".join(addresses)
 
     def start(self, name: str) -> None:
         proc = self.procs[name]
         log = proc.log_path.open("ab")  # type: ignore[attr-defined]
         proc.popen = subprocess.Popen(  # type: ignore[attr-defined]
-            [sys.executable, "-m", f"electric_{name}"],
+            [sys.executable, "-m", f"electric_{name.split('-')[0]}"],
             env=self.envs[name],
             cwd=self.cwd,
             stdout=log,
@@ -97,6 +106,7 @@ def run_cluster(
     *,
     extra_env: Mapping[str, str] | None = None,
     namespace: str | None = None,
+    table_instances: int = 1,
 ) -> Iterator[Cluster]:
     """Start the four services (own database each, shared Kafka; the test session's token
     keys written into ``tmp/keys``: each service verifies with the public JWKS file and signs
@@ -104,7 +114,11 @@ def run_cluster(
 
     The run gets its own Kafka namespace (``ELECTRIC_KAFKA_NAMESPACE``, default a fresh
     ``e2e-<random>``): its topics and consumer groups are its own, so parallel runs on one
-    broker do not interfere."""
+    broker do not interfere.
+
+    ``table_instances`` > 1 runs the table service as that many processes on one database
+    (``ELECTRIC_TABLE_OWNERSHIP=partitions``, issue 17): ``table``, ``table-2`` …; the
+    other services and the bots reach them through one target naming them all."""
     ns = namespace if namespace is not None else f"e2e-{uuid.uuid4().hex[:12]}"
     procs: dict[str, object] = {}
     envs: dict[str, dict[str, str]] = {}
@@ -112,6 +126,11 @@ def run_cluster(
         for name in SERVICES:
             url = stack.enter_context(fresh_database(postgres_url, prefix=f"e2e_plat_{name}"))
             procs[name] = Proc(name, url, free_port(), free_port(), tmp / f"{name}.log")
+        table_db = procs["table"].db_url  # type: ignore[attr-defined]
+        for k in range(2, table_instances + 1):
+            procs[f"table-{k}"] = Proc(
+                "table", table_db, free_port(), free_port(), tmp / f"table-{k}.log"
+            )
         base = {
             k: v
             for k, v in os.environ.items()
@@ -119,7 +138,9 @@ def run_cluster(
         }
         key_env = write_keys(tmp / "keys").env()
         key_env.update(checkpoint_keys_env(tmp / "keys"))  # verify --checkpoint-keys tmp/keys
-        targets = {f"ELECTRIC_{n.upper()}_TARGET": p.target for n, p in procs.items()}  # type: ignore[attr-defined]
+        cluster = Cluster(procs, envs, tmp, ns)
+        targets = {f"ELECTRIC_{n.upper()}_TARGET": cluster.target(n) for n in SERVICES}
+        fleet = {"ELECTRIC_TABLE_OWNERSHIP": "partitions"} if table_instances > 1 else {}
         for name, p in procs.items():
             envs[name] = {
                 **base,
@@ -134,9 +155,10 @@ def run_cluster(
                 **targets,
                 **(extra_env or {}),
             }
-        cluster = Cluster(procs, envs, tmp, ns)
+            if table_instances > 1 and name.split("-")[0] == "table":
+                envs[name].update(fleet, ELECTRIC_TABLE_ADVERTISED_ADDRESS=p.target)  # type: ignore[attr-defined]
         try:
-            for name in SERVICES:
+            for name in procs:
                 cluster.start(name)
             cluster.wait_serving()
             yield cluster
