@@ -1,6 +1,6 @@
 """Steps of the backup/restore test (issue 18 item 4), as an operator runs them
 (docs/chaos.md, "Backup and restore"): ``deploy/backup.sh`` for dumps, a fresh cluster and
-restores; ``electric_eventlog.reimport`` for the events after the dump; the wallet's
+restores; ``electric_eventlog.reimport`` for the events after the dump; every service's
 projection rebuild; ``electric-audit verify`` as a separate process."""
 
 from __future__ import annotations
@@ -85,16 +85,38 @@ def reimport_all(urls: dict[str, str], envelopes: dict[str, list[Any]]) -> dict[
     return added
 
 
-def rebuild_wallet(url: str) -> tuple[list[str], list[str]]:
-    """The wallet's projections rebuilt from its events: (differences before, after)."""
-    from electric_eventlog import EventStore, create_engine
-    from electric_wallet.store.projections import rebuild_and_compare, rebuild_projections
+def rebuild(service: str, url: str) -> tuple[list[str], list[str]]:
+    """``service``'s projections rebuilt from its events by its own
+    ``electric_<service>.store.projections`` (the wallet's ledger, registration's lobby,
+    the table service's tables and rounds, payout's prizes and wins): the differences
+    between tables and events before the rebuild, and after it."""
+    import importlib
 
+    from electric_eventlog import EventStore, create_engine
+
+    module = importlib.import_module(f"electric_{service}.store.projections")
     engine = create_engine(url)
     try:
-        events = EventStore(engine, producer="wallet")
-        before = rebuild_and_compare(engine, events)
-        rebuild_projections(engine, events)
-        return before, rebuild_and_compare(engine, events)
+        events = EventStore(engine, producer=service)
+        before: list[str] = module.rebuild_and_compare(engine, events)
+        module.rebuild_projections(engine, events)
+        return before, module.rebuild_and_compare(engine, events)
     finally:
         engine.dispose()
+
+
+def irreparable(service: str, differences: Sequence[str]) -> list[str]:
+    """The differences a rebuild cannot repair because the state was never in an event,
+    each needing an operator action before traffic resumes (docs/chaos.md, section 5):
+    registration's tables whose secret multiplier seed or prepared start was only in a lost
+    row (cancel them), the table service's open casino rounds whose deck seed was only in a
+    lost row (void them)."""
+    if service == "registration":
+        from electric_registration.store.projections import NEEDS_CANCEL
+
+        return [d for d in differences if d.endswith(NEEDS_CANCEL)]
+    if service == "table":
+        from electric_table.store.projections import NOT_REBUILDABLE
+
+        return [d for d in differences if NOT_REBUILDABLE in d]
+    return []
