@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from electric.eventlog.v1.envelope_pb2 import Envelope
 from electric.payout.v1 import events_pb2 as payout_events
@@ -53,6 +53,7 @@ from electric_domain.payout import (
 )
 from electric_domain.tournament import TournamentConfig
 from electric_eventlog import ANY, NO_STREAM, EventStore, causality, utc_now
+from electric_eventlog.codec import to_utc
 from electric_platform.owed_work import OwedWork
 from google.protobuf.message import Message
 from sqlalchemy import Connection, Engine
@@ -187,6 +188,16 @@ class Payouts:
         (once). None when there is nothing to decide (yet)."""
         result = repo.lock_undecided_result(conn, table_id)
         if result is None:
+            return None
+        first = self.store.read_stream(conn, payout_stream(table_id), limit=1)
+        if first:
+            # Decided already: the log has the decision, the row does not (a restored dump
+            # whose rows were older than the re-imported events, then a consumer group reset
+            # delivering the result again; docs/chaos.md, section 5). The decision stands and
+            # the row catches up; deciding again would conflict with NO_STREAM forever.
+            held = first[0].event_type == payout_events.PrizeCheckFailed.DESCRIPTOR.full_name
+            at = to_utc(first[0].occurred_at.ToDatetime(tzinfo=UTC))
+            repo.mark_result(conn, table_id, held=held, at=at)
             return None
         tour = repo.get_tournament(conn, table_id)
         if tour is None:

@@ -210,3 +210,29 @@ def test_rebuild_of_a_store_without_payout_events_changes_nothing(backend_engine
     assert rebuild_and_compare(engine, store) == []
     assert rebuild_projections(engine, store) == 0
     assert _contents(engine) == before
+
+
+def test_a_result_delivered_again_after_a_restore_keeps_the_logged_decision(
+    backend_engine: Engine,
+) -> None:
+    """After a restore, a result whose decision is in payout's log but not in its row (the
+    dump was older) is delivered again by a consumer group reset: the decision stands, the
+    row catches up, nothing is appended. Deciding again conflicted with NO_STREAM, and the
+    worker retried that forever (the partition waited)."""
+    engine = backend_engine
+    store = _populate(engine)
+    payouts = Payouts(engine, store, default_config())
+    with engine.connect() as conn:
+        logged = {s: len(store.read_stream(conn, f"payout-{s}")) for s in ("t-odd", "t-bad")}
+        times = {r.tournament_id: r for r in conn.execute(select(t.results))}
+    with engine.begin() as conn:  # the rows as the dump had them: undecided
+        conn.execute(update(t.results).values(awarded_at=None, held_at=None))
+    assert {d.table_id for d in payouts.decide_pending()} == set()
+    with engine.connect() as conn:
+        again = {s: len(store.read_stream(conn, f"payout-{s}")) for s in ("t-odd", "t-bad")}
+        rows = {r.tournament_id: r for r in conn.execute(select(t.results))}
+    assert again == logged == {"t-odd": 5, "t-bad": 1}  # 3 awarded, 2 credited; held
+    assert to_utc(rows["t-odd"].awarded_at) == to_utc(times["t-odd"].awarded_at)
+    assert rows["t-odd"].held_at is None
+    assert to_utc(rows["t-bad"].held_at) == to_utc(times["t-bad"].held_at)
+    assert rebuild_and_compare(engine, store) == []
