@@ -52,6 +52,15 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         help="ELECTRIC_TABLE_FINISHED_RETENTION_MS of the table service (60000, its default)",
     )
     p.add_argument("--rss-mb-per-hour", type=float, default=Bounds.rss_mb_per_hour)
+    p.add_argument(
+        "--start-timeout", type=seconds, default=90.0, help="for the services to serve (90s)"
+    )
+    p.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        help="NAME=VALUE for every service (repeatable; e.g. ELECTRIC_REGISTRATION_TRACEMALLOC)",
+    )
     return p.parse_args(argv)
 
 
@@ -83,11 +92,14 @@ async def _main(args: argparse.Namespace) -> int:
         settle_s=min(1800.0, max(180.0, args.duration / 4)),
     )
     env = {**SOAK_ENV, "ELECTRIC_TABLE_FINISHED_RETENTION_MS": str(args.retention_ms)}
+    env.update(item.split("=", 1) for item in args.env)
     print(f"soak: {args.duration / 60:.1f} min, a sample every {args.interval:.0f}s -> {out}")
     began = time.monotonic()
     with (
         tempfile.TemporaryDirectory(prefix="soak-") as tmp,
-        run_cluster(pg, kafka, Path(tmp), extra_env=env) as cluster,
+        run_cluster(
+            pg, kafka, Path(tmp), extra_env=env, serving_timeout=args.start_timeout
+        ) as cluster,
     ):
         print(f"soak: cluster up in {time.monotonic() - began:.0f}s ({cluster.namespace})")
         result = await soak(cluster, kafka, ISSUER_KEY, cfg)

@@ -1,120 +1,30 @@
-"""Where the wallet process's memory goes, over time (a diagnosis switch, off by default).
-
-``ELECTRIC_WALLET_TRACEMALLOC=<dir>`` makes ``python -m electric_wallet`` start
-:mod:`tracemalloc` (``ELECTRIC_WALLET_TRACEMALLOC_FRAMES`` frames per allocation, 8) and,
-every ``ELECTRIC_WALLET_TRACEMALLOC_SECONDS`` (60), write ``<dir>/NNNN.txt``: the process's
-RSS, the traced total, the object counts by type that grew most since the first report, and
-the allocation sites (grouped by traceback) that grew most since the first report and since
-the previous one. A daemon thread does it; the service is unchanged otherwise, only slower
-(tracemalloc costs CPU on every allocation). Used by ``tools/soak/wallet_mem.py`` and
-docs/chaos.md ("The wallet's memory under sustained load").
+"""The wallet's memory-report switch: :mod:`electric_platform.memtrace` under the wallet's
+names (``ELECTRIC_WALLET_TRACEMALLOC=<dir>``, ``…_SECONDS``, ``…_FRAMES``). Used by
+``tools/soak/wallet_mem.py`` and docs/chaos.md ("The wallet's memory under sustained load").
 """
 
 from __future__ import annotations
 
-import gc
 import os
-import threading
-import time
-import tracemalloc
-from collections import Counter
 from collections.abc import Mapping
-from pathlib import Path
 
-ENV_DIR = "ELECTRIC_WALLET_TRACEMALLOC"
-ENV_SECONDS = "ELECTRIC_WALLET_TRACEMALLOC_SECONDS"
-ENV_FRAMES = "ELECTRIC_WALLET_TRACEMALLOC_FRAMES"
-#: Allocation sites listed per comparison.
-TOP = 25
-#: tracemalloc's own bookkeeping is not the service's memory.
-_IGNORE = (
-    tracemalloc.Filter(False, tracemalloc.__file__),
-    tracemalloc.Filter(False, "<frozen importlib._bootstrap>"),
-    tracemalloc.Filter(False, "<frozen importlib._bootstrap_external>"),
-)
+from electric_platform import memtrace
+from electric_platform.memtrace import Reporter, object_counts, rss_mib
 
+ENV_DIR, ENV_SECONDS, ENV_FRAMES, ENV_DELAY = memtrace.env_names("wallet")
 
-def rss_mib() -> float:
-    """Resident set size of this process (``VmRSS``), MiB; 0 where /proc is missing."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
-
-
-def object_counts() -> Counter[str]:
-    """Live gc-tracked objects by type name."""
-    return Counter(type(o).__qualname__ for o in gc.get_objects())
-
-
-def _sites(stats: list[tracemalloc.StatisticDiff], limit: int) -> list[str]:
-    lines: list[str] = []
-    for stat in stats[:limit]:
-        lines.append(
-            f"{stat.size_diff / 1024:+10.1f} KiB {stat.count_diff:+8d} blocks"
-            f" (now {stat.size / 1024:.1f} KiB in {stat.count})"
-        )
-        lines.extend(f"      {line.strip()}" for line in stat.traceback.format()[-16:])
-    return lines
-
-
-class Reporter:
-    """Takes a snapshot per :meth:`report` and writes the growth report (module doc)."""
-
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self.first: tracemalloc.Snapshot | None = None
-        self.previous: tracemalloc.Snapshot | None = None
-        self.first_counts: Counter[str] = Counter()
-        self.reports = 0
-        self.started = time.monotonic()
-
-    def report(self) -> Path:
-        snap = tracemalloc.take_snapshot().filter_traces(_IGNORE)
-        counts = object_counts()
-        traced, peak = tracemalloc.get_traced_memory()
-        out = [
-            f"t={time.monotonic() - self.started:.0f}s rss={rss_mib():.1f}MiB"
-            f" traced={traced / 2**20:.1f}MiB peak={peak / 2**20:.1f}MiB"
-            f" objects={sum(counts.values())}"
-        ]
-        if self.first is None:
-            self.first, self.first_counts = snap, counts
-        else:
-            grown = Counter(counts)
-            grown.subtract(self.first_counts)
-            out.append("--- object counts grown since the first report")
-            out += [f"{n:+9d} {name}" for name, n in grown.most_common(20) if n > 0]
-            out.append("--- allocation sites grown since the first report")
-            out += _sites(snap.compare_to(self.first, "traceback"), TOP)
-            if self.previous is not None and self.previous is not self.first:
-                out.append("--- allocation sites grown since the previous report")
-                out += _sites(snap.compare_to(self.previous, "traceback"), 10)
-        self.previous = snap
-        path = self.directory / f"{self.reports:04d}.txt"
-        path.write_text("\n".join(out) + "\n", encoding="utf-8")
-        self.reports += 1
-        return path
+__all__ = [
+    "ENV_DELAY",
+    "ENV_DIR",
+    "ENV_FRAMES",
+    "ENV_SECONDS",
+    "Reporter",
+    "object_counts",
+    "rss_mib",
+    "start_from_env",
+]
 
 
 def start_from_env(environ: Mapping[str, str] = os.environ) -> Reporter | None:
     """Start tracing and the reporting thread when ``ELECTRIC_WALLET_TRACEMALLOC`` is set."""
-    directory = environ.get(ENV_DIR, "")
-    if not directory:
-        return None
-    interval = float(environ.get(ENV_SECONDS, "60"))
-    tracemalloc.start(int(environ.get(ENV_FRAMES, "8")))
-    path = Path(directory)
-    path.mkdir(parents=True, exist_ok=True)
-    reporter = Reporter(path)
-
-    def loop() -> None:
-        while True:
-            time.sleep(interval)
-            reporter.report()
-
-    threading.Thread(target=loop, name="wallet-memtrace", daemon=True).start()
-    return reporter
+    return memtrace.start_from_env("wallet", environ)

@@ -107,6 +107,7 @@ def run_cluster(
     extra_env: Mapping[str, str] | None = None,
     namespace: str | None = None,
     table_instances: int = 1,
+    serving_timeout: float = 90.0,
 ) -> Iterator[Cluster]:
     """Start the four services (own database each, shared Kafka; the test session's token
     keys written into ``tmp/keys``: each service verifies with the public JWKS file and signs
@@ -160,7 +161,7 @@ def run_cluster(
         try:
             for name in procs:
                 cluster.start(name)
-            cluster.wait_serving()
+            cluster.wait_serving(serving_timeout)
             yield cluster
         finally:
             for p in procs.values():
