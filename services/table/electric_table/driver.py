@@ -44,7 +44,8 @@ class TableDriver:
 
     async def _drive(self, rt: TableRuntime) -> None:
         """Feed time to one table until its tournament finishes or the service stops."""
-        while not rt.finished and not self.manager.stopping.is_set():
+        # A runtime retired or replaced meanwhile (``TableManager.holds``) stops driving.
+        while not rt.finished and not self.manager.stopping.is_set() and self.manager.holds(rt):
             rt.kick.clear()
             delay = 1.0
             try:

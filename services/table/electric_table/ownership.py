@@ -261,8 +261,7 @@ class PartitionOwnership:
                 stored = await asyncio.to_thread(self._stream_version, table_id)
                 if previous is None or fence.epoch != previous.epoch + 1 or stored != rt.version:
                     return False
-                self.manager.resume(rt, fence)
-                return True
+                return self.manager.resume(rt, fence)
         except Exception as exc:  # the database is away: the load that follows retries
             log.warning("table.resume_failed", extra={"table_id": table_id, "error": str(exc)})
             return False

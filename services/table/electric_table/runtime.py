@@ -258,6 +258,17 @@ class TableManager:
             if rt is None:
                 return None
             rt.fence = fence
+            existing = self.tables.get(table_id)
+            if existing is not None:
+                # Resumed while this rebuild ran (a rebalance gave the table back and
+                # ``resume`` took an epoch after ours, or before it): ONE runtime per table,
+                # the one under the newer epoch. Installing ours over it without stopping it
+                # left its driver writing under a stale epoch forever, fenced at every step,
+                # and each fenced write disowned whichever runtime was current (chaos run,
+                # seed 18, two table instances: a table stalled with epochs 2 → 8).
+                if _epoch(existing) >= _epoch(rt):
+                    return existing
+                self._retire(existing)
             # Watchers that subscribed before the table was in memory (they got the read
             # model's STARTING view) wait on this notifier: share it and wake them.
             waiting = self._notifiers.pop(table_id, None)
@@ -309,6 +320,21 @@ class TableManager:
         log.info("table.released", extra={"table_id": table_id, "version": rt.version})
         return True
 
+    def holds(self, rt: TableRuntime) -> bool:
+        """``rt`` is the runtime this instance serves and drives for its table (not a copy
+        retired or replaced meanwhile: its driver stops at its next step)."""
+        return self.tables.get(rt.table_id) is rt
+
+    def _retire(self, rt: TableRuntime) -> None:
+        """Stop ``rt`` now, without waiting: out of :attr:`tables`, its driver cancelled,
+        its watchers told (they come back to the runtime that replaces it)."""
+        if self.holds(rt):
+            del self.tables[rt.table_id]
+        task, rt.task = rt.task, None
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+        rt.notifier.notify()
+
     async def disown(self, table_id: str) -> bool:
         """Stop driving ``table_id`` here (its partition moved, or a write was fenced): stop
         its driver (timers, clocks, writes) and drop it from memory. False when not held."""
@@ -342,8 +368,12 @@ class TableManager:
         rt.notifier.notify()
         log.info("table.disowned", extra={"table_id": rt.table_id, "version": rt.version})
 
-    def resume(self, rt: TableRuntime, fence: Fence | None) -> None:
-        """Serve and drive the suspended ``rt`` again, under ``fence`` (its new epoch)."""
+    def resume(self, rt: TableRuntime, fence: Fence | None) -> bool:
+        """Serve and drive the suspended ``rt`` again, under ``fence`` (its new epoch).
+        False when the table was loaded here meanwhile: that runtime stays (see :meth:`load`)."""
+        current = self.tables.get(rt.table_id)
+        if current is not None and current is not rt:
+            return False
         rt.fence = fence
         self.tables[rt.table_id] = rt
         if not rt.finished and self.start_driver is not None:
@@ -351,10 +381,16 @@ class TableManager:
             rt.task.add_done_callback(functools.partial(self._driver_ended, rt))
         self.release_later(rt)
         log.info("table.resumed", extra={"table_id": rt.table_id, "version": rt.version})
+        return True
 
-    def disown_soon(self, table_id: str) -> None:
-        """:meth:`disown` from a task of its own (callable from the table's driver)."""
-        task = asyncio.get_running_loop().create_task(self.disown(table_id))
+    def disown_soon(self, rt: TableRuntime) -> None:
+        """Stop ``rt`` from a task of its own (callable from its driver): :meth:`disown` when
+        it is the runtime held here, else only its driver (a stale copy must never disown
+        the runtime that replaced it)."""
+        if not self.holds(rt):
+            self._retire(rt)
+            return
+        task = asyncio.get_running_loop().create_task(self.disown(rt.table_id))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
@@ -467,3 +503,8 @@ def info_from(started: tev.TableStarted, action_timer_ms: int) -> TableInfo:
         action_timer_ms=action_timer_ms,
         source_event_id=started.source_event_id,
     )
+
+
+def _epoch(rt: TableRuntime) -> int:
+    """The epoch ``rt`` writes under (0: no fence, single-instance mode)."""
+    return rt.fence.epoch if rt.fence is not None else 0

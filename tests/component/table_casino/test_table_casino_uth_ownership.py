@@ -263,3 +263,46 @@ def test_two_instances_recovering_at_once_void_an_orphaned_thb_round_once(
     backend: Backend, tmp_path: Path
 ) -> None:
     asyncio.run(_run_thb(backend.url, tmp_path))
+
+
+# ------------------------------------------------------------------------ stale copies
+
+
+async def _stale_copy_scenario(engine: Engine, wallet: wallet_kit.Env) -> None:
+    """A copy of the table that was replaced (revoked, then hosted again under a newer
+    epoch) and whose write is fenced must not drop the copy that replaced it, nor mark the
+    table lost here: before the fix it did both, and uth-1 stopped opening rounds for good
+    (chaos run, seed 18, two table instances: every call "moving between instances")."""
+    stopping = asyncio.Event()
+    with engine.begin() as conn:
+        repo.take_seat(conn, TABLE, "ann", "uth", 1, "s-ann")
+    part = uth_partition(TABLE, PARTS)
+    async with instance(engine, "instance-a", wallet.target, stopping) as a:
+        await a.ownership.on_assigned([part])
+        old = a.uth.tables[TABLE]
+        await a.ownership.on_revoked([part])
+        await a.ownership.on_assigned([part])
+        new = a.uth.tables[TABLE]
+        assert new is not old and new.fence is not None and new.fence.epoch == 2
+        a.uth.moved(old)  # the stale copy's write was fenced
+        await asyncio.sleep(0.05)
+        assert a.uth.tables.get(TABLE) is new and TABLE not in a.uth.lost
+        assert old.disowned and not new.disowned
+        assert await a.uth.table(TABLE) is new
+        a.uth.moved(new)  # the hosted copy fenced: dropped, lost until reassigned
+        await asyncio.sleep(0.05)
+        assert TABLE not in a.uth.tables and TABLE in a.uth.lost
+        stopping.set()
+
+
+async def _run_stale(url: str, tmp_path: Path) -> None:
+    engine = migrated(url)
+    try:
+        async with wallet_kit.serve_wallet(f"sqlite:///{tmp_path}/wallet.db") as wallet:
+            await _stale_copy_scenario(engine, wallet)
+    finally:
+        engine.dispose()
+
+
+def test_a_replaced_uth_copy_fenced_leaves_the_hosted_one(backend: Backend, tmp_path: Path) -> None:
+    asyncio.run(_run_stale(backend.url, tmp_path))

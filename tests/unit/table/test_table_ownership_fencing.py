@@ -290,3 +290,57 @@ def test_tables_are_kept_across_an_eager_rebalance_unless_they_moved(
 ) -> None:
     _migrate(backend_engine)
     asyncio.run(_kept_across_rebalances(backend_engine))
+
+
+async def _resume_racing_a_load(engine: Engine) -> None:
+    """A rebalance gives a suspended table back (``_resume`` takes epoch 2) while a watcher's
+    load rebuilds it under epoch 3: ONE runtime must be left, the newer, and the other's
+    driver must stop. Before the fix the load installed its runtime over the resumed one
+    without stopping it: a stale driver fenced at every step, forever, whose fenced writes
+    disowned the current runtime (chaos run, seed 18: a table stalled, epochs 2 → 8)."""
+    import threading
+
+    stopping = asyncio.Event()
+    inst = Instance(engine, "instance-a", stopping)
+    forever = asyncio.Event()
+    inst.manager.start_driver = lambda rt: asyncio.create_task(forever.wait())
+    table_id = "raced-1"
+    _create_table(engine, inst.store, table_id)
+    part = partition_for(table_id, PARTS)
+    assert await inst.ownership.on_assigned([part]) == 1
+    assert await inst.ownership.on_revoked([part]) == 1  # suspended, epoch 1
+    old = inst.ownership.suspended[table_id][0]
+
+    took = threading.Event()  # the load took its epoch
+    fence_for, stream_version = inst.ownership.fence_for, inst.ownership._stream_version
+
+    def load_fence(tid: str) -> object:
+        fence = fence_for(tid)
+        took.set()
+        return fence
+
+    def resume_reads_after_the_load_took_its_epoch(tid: str) -> int:
+        assert took.wait(10)
+        return stream_version(tid)
+
+    inst.manager.fencer = load_fence  # type: ignore[assignment]
+    inst.ownership._stream_version = resume_reads_after_the_load_took_its_epoch  # type: ignore[method-assign]
+    _, loaded = await asyncio.gather(
+        inst.ownership.on_assigned([part]), inst.manager.load(table_id)
+    )
+    await asyncio.sleep(0.05)
+    held = inst.manager.tables[table_id]
+    assert loaded is held and held is not old  # the load's rebuild, under the newer epoch
+    assert held.fence is not None and held.fence.epoch == 3
+    with engine.connect() as conn:
+        assert current(conn, table_stream(table_id))[0] == 3
+    assert old.task is None or old.task.done()  # the resumed copy drives nothing
+    assert held.task is not None and not held.task.done()
+    forever.set()
+    stopping.set()
+    await inst.manager.close()
+
+
+def test_a_load_racing_a_resume_leaves_one_runtime(backend_engine: Engine) -> None:
+    _migrate(backend_engine)
+    asyncio.run(_resume_racing_a_load(backend_engine))

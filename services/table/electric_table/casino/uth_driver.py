@@ -40,7 +40,8 @@ class UthDriver:
 
     async def _drive(self, t: LiveTable) -> None:
         stopping = self.tables.stopping
-        while not stopping.is_set():
+        # A copy dropped or replaced meanwhile (``UthTables.holds``) stops driving.
+        while not stopping.is_set() and not t.disowned and self.tables.holds(t):
             t.kick.clear()
             try:
                 async with t.lock:

@@ -245,10 +245,21 @@ class UthTables:
         log.info("uth.disowned", extra={"table_id": table_id, "version": t.version})
         return True
 
+    def holds(self, t: LiveTable) -> bool:
+        """``t`` is the copy of its table hosted here (not one dropped or replaced)."""
+        return self.tables.get(t.table_id) is t
+
     def moved(self, t: LiveTable) -> None:
         """A write of ``t`` was fenced: the table is another instance's now. Drop it (from
         a task of its own: the caller may be its driver) and do not take it back before
-        its partition is assigned here again."""
+        its partition is assigned here again. A copy no longer hosted here (replaced by a
+        reload under a newer epoch) only stops: it must not drop the copy that replaced
+        it nor mark the table lost (chaos run, seed 18: uth-1 stopped opening rounds)."""
+        if not self.holds(t):
+            t.disowned = True
+            if t.task is not None and t.task is not asyncio.current_task():
+                t.task.cancel()
+            return
         self.lost.add(t.table_id)
         task = asyncio.get_running_loop().create_task(self.disown(t.table_id))
         self._background.add(task)
