@@ -72,6 +72,7 @@ class Settings:
     drain: float = 20.0
     credit_wait: float = 30.0
     log_level: str = "WARNING"
+    strategy: str = "random"
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -89,6 +90,7 @@ class Settings:
             drain=float(env.get("BENCH_PLATFORM_DRAIN_SECONDS", str(max(5.0, seconds)))),
             credit_wait=float(env.get("BENCH_PLATFORM_CREDIT_WAIT_SECONDS", "30")),
             log_level=env.get("BENCH_PLATFORM_LOG_LEVEL", "WARNING"),
+            strategy=env.get("BENCH_PLATFORM_STRATEGY", "random"),
         )
 
 
@@ -138,6 +140,7 @@ def run_step(platform: Platform, echo_target: str, level: int, s: Settings) -> S
             *("--wallet", t["wallet"], "--key", str(platform.issuer_key)),
             *("--prefix", f"bench-{platform.kind}-{level}-{uuid.uuid4().hex[:6]}"),
             *("--tables", str(level), "--seconds", str(s.seconds), "--drain", str(s.drain)),
+            *("--strategy", s.strategy),
         ],
         timeout=s.seconds * 4 + s.drain + 120,
     )
@@ -185,8 +188,9 @@ def step_rows(kind: str, step: Step, facts: Facts) -> list[Row]:
     bot_ms: list[float] = step.bots["latency_ms"]
     echo_ms: list[float] = step.echo["latency_ms"]
     peer = "grpc.aio echo, same loop"
+    strategy = step.bots.get("strategy", "random")
     acts = (
-        f"{step.bots['acts']} Acts, {step.bots['bots']} bots, "
+        f"{step.bots['acts']} Acts, {step.bots['bots']} {strategy} bots, "
         f"mean in flight {_in_flight(step.bots):.1f}; {load}"
     )
     if step.bots.get("errors"):

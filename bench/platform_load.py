@@ -123,7 +123,7 @@ async def run_bots(args: argparse.Namespace) -> dict[str, Any]:
             key=key,
             bots=args.tables * seats,
             tiers=[tier],
-            mix=(("random", 1),),
+            mix=((args.strategy, 1),),
             deposit_cents=10_000_000,
             think_scale=0.0,
             seed=args.seed,
@@ -153,6 +153,7 @@ async def run_bots(args: argparse.Namespace) -> dict[str, Any]:
         "latency_ms": in_window,
         "registered": probe.registered,
         "bots": args.tables * seats,
+        "strategy": args.strategy,
         "seats": seats,
         "tier": tier,
         "actions": stats.actions,
@@ -182,6 +183,12 @@ def main(argv: list[str]) -> int:
     bots.add_argument("--prefix", required=True)
     bots.add_argument("--seed", type=int, default=16)
     bots.add_argument("--drain", type=float, default=20.0)
+    bots.add_argument(
+        "--strategy",
+        default="random",
+        help="bot strategy (electric_domain.tournament.bots.BOTS): random ends tournaments in "
+        "a few Acts, tag plays many Acts per tournament",
+    )
     echo = sub.add_parser("echo")
     echo.add_argument("--target", required=True)
     for p in (bots, echo):

@@ -10,15 +10,20 @@ Read-only work can opt out with :func:`read_only`.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
-from sqlalchemy import Connection, Engine, event
+from sqlalchemy import Connection, Engine, event, exc
 from sqlalchemy import create_engine as sa_create_engine
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import StaticPool
 
 #: Execution option consulted at BEGIN on SQLite: "IMMEDIATE" (default) or "DEFERRED".
 SQLITE_BEGIN_OPTION = "electric_sqlite_begin"
+
+#: PostgreSQL: a pooled connection idle for longer than this is pinged at checkout.
+PING_AFTER_IDLE_SECONDS = 1.0
+_CHECKED_IN_AT = "electric_checked_in_at"
 
 
 def create_engine(url: str, **kwargs: Any) -> Engine:
@@ -29,10 +34,13 @@ def create_engine(url: str, **kwargs: Any) -> Engine:
     """
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
-        kwargs.setdefault("pool_pre_ping", True)
+        ping_after = kwargs.pop("ping_after_idle", PING_AFTER_IDLE_SECONDS)
         kwargs.setdefault("pool_size", 10)
         kwargs.setdefault("max_overflow", 20)
-        return sa_create_engine(url, **kwargs)
+        engine = sa_create_engine(url, **kwargs)
+        if not kwargs.get("pool_pre_ping"):
+            _ping_when_idle(engine, ping_after)
+        return engine
     in_memory = parsed.database in (None, "", ":memory:")
     connect_args = dict(kwargs.pop("connect_args", {}))
     connect_args.setdefault("check_same_thread", False)
@@ -45,6 +53,39 @@ def create_engine(url: str, **kwargs: Any) -> Engine:
     engine = sa_create_engine(url, connect_args=connect_args, **kwargs)
     _configure_sqlite(engine, wal=not in_memory)
     return engine
+
+
+def _ping_when_idle(engine: Engine, idle_seconds: float) -> None:
+    """Ping a pooled connection at checkout only when it sat idle for ``idle_seconds``.
+
+    SQLAlchemy's ``pool_pre_ping`` pings at every checkout: under load that was one extra
+    round trip per transaction or read, 7-12 % of each service's samples in the issue 16
+    profile (docs/benchmarks.md). A connection returned moments ago is as good as the last
+    statement it ran; one idle for longer (a PostgreSQL restart may have killed it) is still
+    pinged, and a dead one is replaced before the caller sees it (``DisconnectionError``
+    makes the pool connect afresh). A restart within ``idle_seconds`` of a connection's last
+    use fails that one statement instead, exactly like a statement in flight during the
+    restart; SQLAlchemy then invalidates the rest of the pool, so the next checkouts
+    reconnect.
+    """
+    dialect = engine.dialect
+
+    @event.listens_for(engine, "checkin")
+    def _checked_in(_dbapi_connection: Any, record: Any) -> None:
+        if record is not None:
+            record.info[_CHECKED_IN_AT] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _checked_out(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        returned = record.info.get(_CHECKED_IN_AT)
+        if returned is None or time.monotonic() - returned <= idle_seconds:
+            return  # just connected, or used moments ago
+        try:
+            dialect.do_ping(dbapi_connection)
+        except dialect.loaded_dbapi.Error as err:
+            if dialect.is_disconnect(err, dbapi_connection, None):
+                raise exc.DisconnectionError(str(err)) from err
+            raise
 
 
 def _configure_sqlite(engine: Engine, *, wal: bool) -> None:

@@ -41,7 +41,7 @@ from electric.eventlog.v1.envelope_pb2 import Envelope
 from sqlalchemy import Engine
 
 from .bus import EventBus, OutgoingMessage, envelope_message
-from .engine import read_only
+from .engine import read_only, reading
 from .outbox import fetch_unsent, mark_sent, purge_sent
 from .relay_lease import DEFAULT_LEASE_SECONDS, RelayLease
 from .store import utc_now
@@ -107,6 +107,7 @@ class OutboxRelay:
         topic: str | None = None,
         batch_size: int = 500,
         poll_interval: float = 0.02,
+        idle_poll_max: float = 0.25,
         clock: Callable[[], datetime] = utc_now,
         publish_timeout: float = 30.0,
         sent_retention: timedelta | None = DEFAULT_SENT_RETENTION,
@@ -125,6 +126,7 @@ class OutboxRelay:
         self.topic = topic
         self.batch_size = batch_size
         self.poll_interval = poll_interval
+        self.idle_poll_max = max(idle_poll_max, poll_interval)
         self.publish_timeout = publish_timeout
         self.sent_retention = sent_retention
         self.purge_interval = purge_interval
@@ -158,17 +160,20 @@ class OutboxRelay:
         self._wake_pending = False
         self._wake.set()
 
-    async def _idle(self, stop: asyncio.Event) -> None:
-        """Wait for a local commit (:meth:`notify`), ``stop``, or the poll interval."""
+    async def _idle(self, stop: asyncio.Event, seconds: float) -> bool:
+        """Wait for a local commit (:meth:`notify`), ``stop``, or ``seconds``; True when a
+        local commit woke us."""
         waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self._wake.wait())]
         try:
-            await asyncio.wait(waits, timeout=self.poll_interval, return_when="FIRST_COMPLETED")
+            await asyncio.wait(waits, timeout=seconds, return_when="FIRST_COMPLETED")
         finally:
             for w in waits:
                 w.cancel()
+        return self._wake.is_set()
 
     def _fetch(self) -> list[tuple[str, Envelope]]:
-        with read_only(self.engine.connect()) as conn, conn.begin():
+        # One statement: autocommit on PostgreSQL (no BEGIN/ROLLBACK round trips per poll).
+        with reading(self.engine) as conn:
             return fetch_unsent(conn, limit=self.batch_size, topic=self.topic)
 
     def _mark(self, sent: list[tuple[str, int]]) -> None:
@@ -292,6 +297,12 @@ class OutboxRelay:
         self._wake = asyncio.Event()  # of this loop (run may be restarted, even in another)
         self._wake_pending = False
         self._loop = asyncio.get_running_loop()
+        # The fallback poll backs off while nothing is found (poll_interval doubling up to
+        # idle_poll_max): an idle service polled its outbox 50 times a second, the largest
+        # item in the wallet's and payout's profiles under load (issue 16). Local commits
+        # wake the relay at once (notify); only rows committed by another process of the
+        # same store (several table instances) wait for the poll, at most idle_poll_max.
+        wait = self.poll_interval
         try:
             while not stop.is_set():
                 if lease is not None and not (lease.fresh or await self._in_thread(lease.confirm)):
@@ -302,8 +313,10 @@ class OutboxRelay:
                 except _Stopped:
                     break
                 await self._maybe_purge()
-                if published == 0:
-                    await self._idle(stop)
+                if published or await self._idle(stop, wait):
+                    wait = self.poll_interval  # busy, or woken by a local commit
+                else:
+                    wait = min(wait * 2, self.idle_poll_max)
         finally:
             self._loop = None
             if lease is not None:

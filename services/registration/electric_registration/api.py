@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Callable, Iterable
 from datetime import datetime, timedelta
 from typing import Any
@@ -34,6 +35,11 @@ _ACT_FOR = (Role.SERVICE, Role.OPERATOR)
 #: WatchMyTables wakes on every change notified in this process, and re-reads at least this
 #: often (changes made by another instance, missed notifications).
 WATCH_POLL_SECONDS = 2.0
+#: WatchMyTables re-reads at most this often: a change coming sooner is folded into the
+#: next read. Every action at a player's table wakes the stream (whose turn, stacks); without
+#: this floor a player at a busy table cost a query per action, the registration service's
+#: largest item under the issue 16 load (docs/registration.md).
+WATCH_MIN_INTERVAL_SECONDS = 0.25
 #: WatchMyTables' default view keeps a table this long after it finished or was cancelled.
 RECENTLY_ENDED = timedelta(minutes=15)
 #: Most tables one WatchMyTables snapshot carries.
@@ -83,9 +89,12 @@ class RegistrationApi(registration_pb2_grpc.RegistrationServiceServicer):
         store: EventStore | None = None,
         work: WalletWork | None = None,
         notify: Callable[[Iterable[str]], None] | None = None,
+        watch_min_interval: float = WATCH_MIN_INTERVAL_SECONDS,
     ) -> None:
         """``notify``: wakes the streams of players after a change (default the notifier's
-        own; with several instances also the peers', :mod:`.peer_wakeups`)."""
+        own; with several instances also the peers', :mod:`.peer_wakeups`).
+        ``watch_min_interval``: the least time between two reads of one WatchMyTables."""
+        self._watch_min_interval = watch_min_interval
         self._engine = engine
         self._stopping = stopping
         self._registrar = registrar
@@ -162,9 +171,21 @@ class RegistrationApi(registration_pb2_grpc.RegistrationServiceServicer):
         recent = chosen == registration_pb2.MY_TABLES_FILTER_UNSPECIFIED
         statuses = repo.ACTIVE_STATUSES if recent else _FILTER_STATUSES[chosen]
         wake = self._notifier.subscribe(player)
+        loop = asyncio.get_running_loop()
         try:
             last: list[registration_pb2.MyTable] | None = None
+            read_at: float | None = None
             while not self._stopping.is_set():
+                if (
+                    read_at is not None
+                    and (rest := read_at + self._watch_min_interval - loop.time()) > 0
+                ):
+                    # Changes in the meantime set ``wake`` again and are read below.
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._stopping.wait(), timeout=rest)
+                    if self._stopping.is_set():
+                        return
+                read_at = loop.time()
                 wake.clear()
                 since = utc_now() - RECENTLY_ENDED if recent else None
                 rows = await asyncio.to_thread(

@@ -150,6 +150,11 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
         does not appear in time; None when the server stops first."""
         loop = asyncio.get_running_loop()
         give_up = loop.time() + self._watch_start_wait_s
+        # The consumer that starts the table wakes ``notifier``; the poll is the fallback and
+        # backs off (0.25 s doubling to 2 s): at a fixed 0.25 s, 150 players watching tables
+        # being started took the executor threads the consumer needed to start them
+        # (Register -> seated 40 s at 50 tables, issue 16, docs/benchmarks.md).
+        poll = 0.25
         while True:
             changed = notifier.changed
             try:
@@ -161,9 +166,10 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
             change_wait = asyncio.ensure_future(changed.wait())
             await asyncio.wait(
                 {change_wait, stop_wait},
-                timeout=min(left, 0.25),
+                timeout=min(left, poll),
                 return_when=asyncio.FIRST_COMPLETED,
             )
+            poll = min(poll * 2, 2.0)
             change_wait.cancel()
             if stop_wait.done():
                 return None

@@ -110,15 +110,6 @@ def start_table(
     messages, problem = _tournament_events(conn, started, cfg, info)
     if problem:
         log.error("table.unplayable", extra={"table_id": table_id, "problem": problem})
-    stored = store.append(
-        conn,
-        table_stream(table_id),
-        NO_STREAM,
-        messages,
-        correlation_id=envelope.correlation_id,
-        causation_id=envelope.event_id,
-        occurred_at=occurred,
-    )
     repo.insert_table(
         conn,
         table_id=table_id,
@@ -127,7 +118,7 @@ def start_table(
         prize_pool_cents=started.prize_pool.cents,
         buy_in_cents=started.buy_in.cents,
         starting_stack=cfg.starting_stack,
-        stream_version=stored[-1].stream_version,
+        stream_version=len(messages),  # a new stream: versions 1..n
         created_at=occurred,
         seats=[
             repo.SeatRow(
@@ -142,11 +133,19 @@ def start_table(
     )
     if problem:
         repo.update_table(
-            conn,
-            table_id,
-            stream_version=stored[-1].stream_version,
-            status=repo.TableStatus.INVALID,
+            conn, table_id, stream_version=len(messages), status=repo.TableStatus.INVALID
         )
+    # The append last: it takes the store's position lock until the commit (see
+    # handlers.TableHandlers.persist).
+    store.append(
+        conn,
+        table_stream(table_id),
+        NO_STREAM,
+        messages,
+        correlation_id=envelope.correlation_id,
+        causation_id=envelope.event_id,
+        occurred_at=occurred,
+    )
     return table_id
 
 

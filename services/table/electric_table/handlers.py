@@ -25,6 +25,7 @@ from electric_domain.tournament import Rejected, ShowSettings, Tick
 from electric_domain.tournament import events as dev
 from electric_domain.tournament.events import Command
 from electric_eventlog import ConcurrencyError
+from electric_eventlog.engine import reading
 from electric_eventlog.fencing import FencedError, break_stale_writers, is_lock_timeout
 from electric_platform import Aborted, InvalidArgument, ServiceError, Unavailable
 from sqlalchemy import Connection
@@ -108,14 +109,14 @@ class TableHandlers:
             await self.apply(rt, cmd, ctx=ctx, request=key, correlation_id=correlation_id)
 
     def _prior(self, table_id: str, key: RequestKey) -> repo.RequestRow | None:
-        with self.manager.engine.connect() as conn:
+        with reading(self.manager.engine) as conn:
             return repo.get_request(conn, table_id, key.player_id, key.request_id)
 
     def show_settings(self, rt: TableRuntime) -> tuple[ShowSettings, ...]:
         """Each seat's latest showdown settings (registration's PlayerSettingsChanged; the
         defaults for a player never heard of), for the next DealHand."""
         players = [s.player_id for s in rt.info.seats]
-        with self.manager.engine.connect() as conn:
+        with reading(self.manager.engine) as conn:
             known = repo.player_settings(conn, players)
         out = []
         for p in players:
@@ -125,7 +126,7 @@ class TableHandlers:
 
     def read_row(self, table_id: str) -> repo.TableRow | None:
         """The read model of ``table_id`` (tables without a playable tournament)."""
-        with self.manager.engine.connect() as conn:
+        with reading(self.manager.engine) as conn:
             return repo.get_table(conn, table_id)
 
     # ------------------------------------------------------------------ any command
@@ -211,15 +212,11 @@ class TableHandlers:
         def write(conn: Connection) -> None:
             if rt.fence is not None:  # partitions ownership: still the owner? (same tx)
                 rt.fence.check(conn)
-            if mapped:
-                stored[:] = manager.store.append(
-                    conn,
-                    table_stream(rt.table_id),
-                    expected,
-                    [m.message for m in mapped],
-                    correlation_id=correlation,
-                    causation_id=causation,
-                )
+            # The table's own rows first, the append last: the append takes the store's
+            # position lock, held until the commit, and every table of the process queues
+            # for it. Writing the rows after it held the lock over three more round trips
+            # (issue 16: most executor threads were found waiting for that lock). The rows
+            # locked here (this table's) are written by this runtime only, under rt.lock.
             for m in mapped:
                 if m.secret_seed is not None:
                     repo.insert_deck_seed(conn, rt.table_id, *m.secret_seed)
@@ -238,6 +235,14 @@ class TableHandlers:
             if mapped:
                 repo.update_table(
                     conn, rt.table_id, stream_version=new_version, status=status, stacks=stacks
+                )
+                stored[:] = manager.store.append(
+                    conn,
+                    table_stream(rt.table_id),
+                    expected,
+                    [m.message for m in mapped],
+                    correlation_id=correlation,
+                    causation_id=causation,
                 )
 
         def tx() -> None:

@@ -26,6 +26,7 @@ from electric.table.v1 import events_pb2 as tev
 from electric_domain.tournament import Tournament, TournamentConfig, default_config
 from electric_domain.tournament import events as dev
 from electric_eventlog import EventStore
+from electric_eventlog.engine import reading
 from electric_eventlog.fencing import Fence
 from prometheus_client import CollectorRegistry
 from sqlalchemy import Engine
@@ -395,16 +396,18 @@ class TableManager:
         task.add_done_callback(self._background.discard)
 
     def _stream_exists(self, table_id: str) -> bool:
-        with self.engine.connect() as conn:
+        with reading(self.engine) as conn:
             return self.store.current_version(conn, table_stream(table_id)) > 0
 
     def rebuild(self, table_id: str) -> TableRuntime | None:
         """Replay ``table-<id>`` into a fresh aggregate (synchronous)."""
-        with self.engine.connect() as conn:
+        # Two statements, no common snapshot needed: a seed is committed with its events,
+        # so seeds read after the events include every seed those events need.
+        with reading(self.engine) as conn:
             envelopes = self.store.read_stream(conn, table_stream(table_id))
+            if not envelopes:
+                return None  # (watchers of a table being started ask often)
             seeds = repo.deck_seeds(conn, table_id)
-        if not envelopes:
-            return None
         first = self.store.decode(envelopes[0])
         if not isinstance(first, tev.TableStarted) or not first.HasField("domain"):
             return None  # created without a playable tournament (see consumers)

@@ -6,6 +6,7 @@ Real wallet and registration servers (reg_harness), SQLite databases, a fake tab
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 
 import grpc
@@ -309,3 +310,63 @@ async def test_my_tables_shows_turn_deadline_stack_and_place(stack: Stack) -> No
         await eventually(resynced)
     finally:
         fake.close()
+
+
+async def test_watch_my_tables_folds_a_burst_of_changes_into_few_snapshots(stack: Stack) -> None:
+    # Every turn at a busy table wakes the stream; it re-reads at most every
+    # WATCH_MIN_INTERVAL_SECONDS (0.25 s) and the last snapshot still shows the last turn.
+    seats: dict[str, int] = {}
+    for p in ("w1", "w2", "w3"):
+        await stack.deposit(p, 300)
+        r = await stack.register(p)
+        seats[p] = r.entries[0].seat
+    table_id = r.entries[0].table_id
+    await stack.tournament_started(table_id)
+    fake = FakeTable(stack.urls["table"], stack.bus)
+    order = [seats["w1"], seats["w2"], seats["w3"]]
+    watch = stack.reg.WatchMyTables(registration_pb2.WatchMyTablesRequest(), metadata=md("w1"))
+    snapshots: list[registration_pb2.WatchMyTablesResponse] = []
+
+    async def collect() -> None:
+        async for snap in watch:
+            snapshots.append(snap)
+
+    collector = asyncio.ensure_future(collect())
+    try:
+        await fake.emit(
+            table_id,
+            table_events.TableStarted(
+                table_id=table_id,
+                starting_stack=1500,
+                seats=[
+                    tournament_pb2.SeatAssignment(seat=s, player_id=p) for p, s in seats.items()
+                ],
+            ),
+            table_events.HandStarted(
+                table_id=table_id,
+                hand_number=1,
+                stacks=[table_events.SeatStack(seat=s, stack=1500) for s in order],
+            ),
+        )
+        turns = 40
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        for k in range(turns):  # one turn per event, as a hand in play delivers them
+            await fake.emit(
+                table_id,
+                table_events.TurnStarted(table_id=table_id, hand_number=1, seat=order[k % 3]),
+            )
+            await asyncio.sleep(0.01)
+        burst = loop.time() - began
+
+        async def last_turn_shown() -> bool | None:
+            tables = snapshots[-1].tables if snapshots else []
+            mine = [t for t in tables if t.table_id == table_id]
+            return True if mine and mine[0].turn_seat == order[(turns - 1) % 3] else None
+
+        await eventually(last_turn_shown)
+        # At most one read per 0.25 s of the burst, plus the first and the last.
+        assert len(snapshots) <= burst / 0.25 + 3, (len(snapshots), burst)
+    finally:
+        watch.cancel()
+        collector.cancel()

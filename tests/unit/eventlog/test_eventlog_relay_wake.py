@@ -76,3 +76,33 @@ async def test_the_relay_does_not_queue_behind_a_busy_default_executor(engine: E
     finally:
         release.set()
         await blocked
+
+
+async def test_an_idle_relay_backs_off_and_still_finds_a_commit_it_was_not_told_of(
+    engine: Engine,
+) -> None:
+    # Another process's commit (no notify): only the poll finds it, within idle_poll_max.
+    store = EventStore(engine, producer="wakesvc")
+    bus = InProcessBus()
+    relay = OutboxRelay(engine, bus, poll_interval=0.01, idle_poll_max=0.16)
+    fetches = 0
+    fetch = relay._fetch
+
+    def counting_fetch() -> list[object]:
+        nonlocal fetches
+        fetches += 1
+        return fetch()  # type: ignore[return-value]
+
+    relay._fetch = counting_fetch  # type: ignore[assignment,method-assign]
+    stop = asyncio.Event()
+    task = asyncio.create_task(relay.run(stop))
+    await _until(lambda: relay._loop is not None, task, timeout=30.0)
+    await asyncio.sleep(1.0)
+    # At a fixed 10 ms poll this would be about 100 fetches; backing off 10 → 160 ms: ~10.
+    assert fetches <= 20
+    await asyncio.to_thread(
+        store.append_in_new_tx, "s", ANY, [wrappers_pb2.StringValue(value="quiet")]
+    )
+    await _until(lambda: bus.end_offset(TOPIC) == 1, task, timeout=30.0)
+    stop.set()
+    await asyncio.wait_for(task, timeout=30.0)
