@@ -205,6 +205,7 @@ class ConsumerWorker:
         dedup_retention: timedelta | Literal["topic"] | None = "topic",
         purge_interval: float = 3600.0,
         batch_size: int = 1,
+        before_commit: Callable[[Connection], None] | None = None,
     ) -> None:
         """``effect`` runs in a worker thread inside the transaction that records the event
         (or register typed handlers with :meth:`on` instead).
@@ -218,6 +219,9 @@ class ConsumerWorker:
         ``batch_size``: events applied per transaction (1: one transaction per event; more:
         see the module docstring; effects must then tolerate running together in one
         transaction, and a failing batch is re-applied event by event).
+        ``before_commit(conn)`` runs last in every transaction that applied something: a
+        consumer may hold back writes its handlers coalesce (several updates of one row in a
+        batch) and write them there, in the same transaction.
         """
         self.engine = engine
         self.bus = bus
@@ -231,6 +235,7 @@ class ConsumerWorker:
         self.dedup_retention = dedup_retention
         self.purge_interval = purge_interval
         self.batch_size = batch_size
+        self.before_commit = before_commit
         self.purged = 0
         self.applied = 0
         self.skipped = 0
@@ -424,6 +429,8 @@ class ConsumerWorker:
                         results.append((True, None))
                     else:
                         results.append((True, self._dispatch(conn, envelope)))
+            if self.before_commit is not None:
+                self.before_commit(conn)
         return results
 
     def _applied_one(self, envelope: Envelope, applied: bool, after: AfterCommit | None) -> None:
@@ -475,8 +482,12 @@ class ConsumerWorker:
                 return False, None
             if self.effect is not None:
                 self.effect(conn, envelope)
-                return True, None
-            return True, self._dispatch(conn, envelope)
+                after = None
+            else:
+                after = self._dispatch(conn, envelope)
+            if self.before_commit is not None:
+                self.before_commit(conn)
+            return True, after
 
     def _dispatch(self, conn: Connection, envelope: Envelope) -> AfterCommit | None:
         typed = self._typed.get(envelope.event_type)

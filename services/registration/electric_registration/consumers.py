@@ -59,12 +59,15 @@ class TableStatusConsumer:
 
     def __init__(self, engine: Engine, bus: EventBus, notify: Callable[[set[str]], None]) -> None:
         self._notify = notify
+        # Stack moves and turns are held back and written once per table per batch.
+        self._pending = progress.PendingProgress()
         self.worker = ConsumerWorker(
             engine=engine,
             bus=bus,
             consumer=IdempotentConsumer(CONSUMER_NAME),
             topics=[SOURCE_TOPIC],
             batch_size=BATCH_SIZE,
+            before_commit=self._pending.flush,
         )
         # The players of each table read in the current transaction (see _players).
         self._players_tx: Connection | None = None
@@ -107,6 +110,7 @@ class TableStatusConsumer:
     ) -> AfterCommit | None:
         known = seating.table_running(conn, started.table_id)
         if known:
+            self._pending.drop(conn, started.table_id)
             for s in started.seats:
                 progress.seat(
                     conn,
@@ -123,23 +127,24 @@ class TableStatusConsumer:
     ) -> AfterCommit | None:
         known = seating.hand_started(conn, hand.table_id, hand.hand_number)
         if known:
+            self._pending.drop(conn, hand.table_id)  # the stacks below replace them
             progress.set_stacks(
                 conn, hand.table_id, [(s.seat, s.stack) for s in hand.stacks], _at(envelope)
             )
-            progress.set_turn(conn, hand.table_id, 0, None)
+            self._pending.set_turn(conn, hand.table_id, 0, None)
         return self._notify_players(conn, hand.table_id, known)
 
     def _blind_posted(
         self, conn: Connection, envelope: Envelope, blind: table_events.BlindPosted
     ) -> AfterCommit | None:
-        progress.add_stack(conn, blind.table_id, blind.seat, -blind.amount, _at(envelope))
+        self._pending.add_stack(conn, blind.table_id, blind.seat, -blind.amount, _at(envelope))
         return None  # the stack is shown with the next turn; no wake-up per blind
 
     def _turn_started(
         self, conn: Connection, envelope: Envelope, turn: table_events.TurnStarted
     ) -> AfterCommit | None:
         deadline = turn.deadline.ToDatetime(tzinfo=UTC) if turn.HasField("deadline") else None
-        progress.set_turn(conn, turn.table_id, turn.seat, deadline)
+        self._pending.set_turn(conn, turn.table_id, turn.seat, deadline)
         return self._notify_players(conn, turn.table_id)
 
     def _timeout_applied(
@@ -148,48 +153,53 @@ class TableStatusConsumer:
         if not timeout.HasField("deadline"):
             return None  # the action timer ran out for good: an action follows
         deadline = timeout.deadline.ToDatetime(tzinfo=UTC)
-        progress.set_turn(conn, timeout.table_id, timeout.seat, deadline)
+        self._pending.set_turn(conn, timeout.table_id, timeout.seat, deadline)
         return self._notify_players(conn, timeout.table_id)
 
     def _engine_event(
         self, conn: Connection, envelope: Envelope, step: table_events.HandEngineEvent
     ) -> AfterCommit | None:
         if step.kind == UNCALLED_BET_RETURNED and step.seat and step.amount:
-            progress.add_stack(conn, step.table_id, step.seat, step.amount, _at(envelope))
+            self._pending.add_stack(conn, step.table_id, step.seat, step.amount, _at(envelope))
         return None
 
     def _action_taken(
         self, conn: Connection, envelope: Envelope, action: table_events.ActionTaken
     ) -> AfterCommit | None:
-        progress.add_stack(conn, action.table_id, action.seat, -action.amount_added, _at(envelope))
-        progress.set_turn(conn, action.table_id, 0, None)
+        self._pending.add_stack(
+            conn, action.table_id, action.seat, -action.amount_added, _at(envelope)
+        )
+        self._pending.set_turn(conn, action.table_id, 0, None)
         return self._notify_players(conn, action.table_id)
 
     def _pot_awarded(
         self, conn: Connection, envelope: Envelope, pot: table_events.PotAwarded
     ) -> AfterCommit | None:
         for w in pot.winners:
-            progress.add_stack(conn, pot.table_id, w.seat, w.amount, _at(envelope))
+            self._pending.add_stack(conn, pot.table_id, w.seat, w.amount, _at(envelope))
         return None  # HandEnded follows
 
     def _hand_ended(
         self, conn: Connection, envelope: Envelope, ended: table_events.HandEnded
     ) -> AfterCommit | None:
+        self._pending.drop(conn, ended.table_id)  # the stacks below replace them
         progress.set_stacks(
             conn, ended.table_id, [(s.seat, s.stack) for s in ended.stacks], _at(envelope)
         )
-        progress.set_turn(conn, ended.table_id, 0, None)
+        self._pending.set_turn(conn, ended.table_id, 0, None)
         return self._notify_players(conn, ended.table_id)
 
     def _eliminated(
         self, conn: Connection, envelope: Envelope, out: table_events.PlayerEliminated
     ) -> AfterCommit | None:
+        self._pending.flush(conn, out.table_id)  # in order before the row is written
         progress.eliminated(conn, out.table_id, out.seat, out.finishing_place, _at(envelope))
         return self._notify_players(conn, out.table_id)
 
     def _finished(
         self, conn: Connection, envelope: Envelope, finished: table_events.TournamentFinished
     ) -> AfterCommit | None:
+        self._pending.flush(conn, finished.table_id)
         known = seating.table_finished(
             conn,
             finished.table_id,
