@@ -109,6 +109,49 @@ async def test_owed_wallet_work_survives_a_crash_exactly_once(stack: Stack) -> N
     assert _started_count(stack, table_id) == 1
 
 
+async def test_owed_wallet_work_of_several_tables_runs_concurrently_each_in_order(
+    stack: Stack,
+) -> None:
+    # Two filled tables owe their posts and moves again (as after a crash): one pass does
+    # both tables at once (issue 16: one call at a time made a burst of fills queue), each
+    # table's ops still in order, and every transfer exactly once.
+    players = [f"c{i}" for i in range(6)]
+    for p in players:
+        await stack.deposit(p, 500)
+    tables: set[str] = set()
+    for p in players:
+        tables.add((await stack.register(p)).entries[0].table_id)
+    assert len(tables) == 2
+    for table_id in tables:
+        await eventually(lambda t=table_id: _async(_started_count(stack, t) == 1))
+    engine = stack.engine("registration")
+    with engine.begin() as conn:
+        conn.execute(
+            update(t.wallet_ops)
+            .where(t.wallet_ops.c.table_id.in_(sorted(tables)))
+            .values(status="pending", done_at=None)
+        )
+    store = EventStore(engine, producer="registration")
+    wallet = WalletClient.connect(
+        f"127.0.0.1:{stack.hosts['wallet'].grpc_port}", token_source("registration")
+    )
+    try:
+        work = WalletWork(engine, store, wallet, parallelism=4)
+        await work.run_pending()
+    finally:
+        await wallet.close()
+    assert work.work.peak_in_flight == 2  # one call per table: each table's ops in order
+    with engine.connect() as conn:
+        pending = conn.execute(
+            select(func.count()).select_from(t.wallet_ops).where(t.wallet_ops.c.status == "pending")
+        ).scalar_one()
+    assert pending == 0
+    assert (await stack.account("house:rake")).posted == 42
+    assert (await stack.account("house:prize_reserve")).posted == 558
+    assert (await stack.account("house:tournament_escrow")).posted == 0
+    assert all(_started_count(stack, table_id) == 1 for table_id in tables)
+
+
 async def test_abandoned_reservations_are_rolled_back(stack: Stack) -> None:
     """A crash between the wallet reservations and the seating transaction: the sweeper
     voids every reservation of the attempt; the request may then be retried."""
