@@ -46,7 +46,7 @@ from .errors import (
     WalletError,
 )
 from .events import AccountOpened, Event, TransferPending, TransferPosted, TransferVoided, utc
-from .ledger import Ledger
+from .ledger import Ledger, copy_account, copy_transfer
 from .statement import CREDIT, DEBIT, HOLD, INCOMING, RELEASE, Entry, entries_for
 from .transfers import (
     MAX_AMOUNT,
@@ -114,6 +114,8 @@ __all__ = [
     "balance_breakdown",
     "check_amount",
     "check_id",
+    "copy_account",
+    "copy_transfer",
     "credit_account_ids",
     "debit_account_ids",
     "decide_post",

@@ -12,7 +12,6 @@ split in the proportion that stake was funded (bonus share rounded down, the res
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -74,6 +73,17 @@ def _check_rules(legs: Iterable[Leg], accounts: dict[str, Account]) -> None:
             raise RuleViolation("operator:cash_out is only ever credited")
 
 
+def copy_account(a: Account) -> Account:
+    """A copy of a (flat) account: the constructor is ~10x cheaper than ``copy.copy``,
+    which matters on the batch executor's path (docs/wallet.md, "Benchmark")."""
+    return Account(a.account_id, a.kind, a.player_id, a.posted, a.reserved, a.incoming)
+
+
+def copy_transfer(t: Transfer) -> Transfer:
+    """A copy of a (flat) transfer, like :func:`copy_account`."""
+    return Transfer(t.request, t.legs, t.state, t.created_at, t.posted_legs, t.resolved_at)
+
+
 @dataclass
 class Ledger:
     """State of (a part of) the ledger plus the decisions over it.
@@ -90,8 +100,8 @@ class Ledger:
         flat (every field is immutable: ints, enums, datetimes, frozen requests, tuples of
         frozen legs), so copying each object copies the state."""
         return Ledger(
-            {k: copy.copy(v) for k, v in self.accounts.items()},
-            {k: copy.copy(v) for k, v in self.transfers.items()},
+            {k: copy_account(v) for k, v in self.accounts.items()},
+            {k: copy_transfer(v) for k, v in self.transfers.items()},
         )
 
     # ---- fold

@@ -42,7 +42,19 @@ def entries_for(event: Event, before: Ledger) -> list[Entry]:
         req = before.transfers[event.transfer_id].request
     else:
         req = event.request
-    shadow = {k: Account(**vars(a)) for k, a in before.accounts.items()}
+    # Only the accounts of the event's legs get a line: copying just those (not every
+    # account of ``before``) keeps a batch's or a rebuild's lines linear in its events.
+    legs = event.released_legs if isinstance(event, TransferVoided) else event.legs
+    if isinstance(event, TransferPosted):
+        legs = (*legs, *event.released_legs)
+    shadow: dict[str, Account] = {}
+    for leg in legs:
+        for aid in (leg.debit, leg.credit):
+            if aid not in shadow:
+                a = before.accounts[aid]
+                shadow[aid] = Account(
+                    a.account_id, a.kind, a.player_id, a.posted, a.reserved, a.incoming
+                )
     out: list[Entry] = []
 
     def line(account_id: str, kind: int, amount: int) -> None:

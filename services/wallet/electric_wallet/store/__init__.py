@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from .postgres import pipeline
 from .repository import (
+    Changes,
     guarded,
     load,
     load_for_resolution,
@@ -21,6 +22,7 @@ from .repository import (
     statement_page,
     system_balances,
     wipe,
+    write,
 )
 from .rows import account_from_row, entry_from_row, entry_row, transfer_from_row, transfer_row
 from .tables import VERSION_TABLE, VERSIONS_DIR, accounts, entries, metadata, transfers
@@ -28,6 +30,7 @@ from .tables import VERSION_TABLE, VERSIONS_DIR, accounts, entries, metadata, tr
 __all__ = [
     "VERSIONS_DIR",
     "VERSION_TABLE",
+    "Changes",
     "account_from_row",
     "accounts",
     "entries",
@@ -48,4 +51,5 @@ __all__ = [
     "transfer_row",
     "transfers",
     "wipe",
+    "write",
 ]

@@ -12,13 +12,14 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
 
 from .. import domain as d
-from .rows import account_from_row, entry_row, transfer_from_row, transfer_row
+from .rows import account_from_row, entry_row, legs_json, transfer_from_row, transfer_row
 
 #: Kinds that may go negative: never locked (no balance check can fail on them).
 _UNGUARDED = sorted(int(k) for k in d.MAY_GO_NEGATIVE)
@@ -34,16 +35,18 @@ _PG_ACCOUNTS = (
 _PG_LOCK_ACCOUNTS = f"{_PG_ACCOUNTS} FOR UPDATE"
 # A post/void locks only the accounts its transfer DEBITS (leg element 0) whose kind must
 # stay non-negative (``guarded_kinds``), then reads every account of its legs unlocked.
+# ``= ANY(ARRAY(…))``: the legs are read once, then primary-key lookups (``IN (…)`` made
+# PostgreSQL hash-join a scan of wallet_accounts, whose cost grows with the players).
 _PG_LEG_ACCOUNTS = (
-    f"SELECT {_ACCOUNT_COLUMNS} FROM wallet_accounts WHERE account_id IN ("
+    f"SELECT {_ACCOUNT_COLUMNS} FROM wallet_accounts WHERE account_id = ANY(ARRAY("
     " SELECT leg.value ->> side.k FROM wallet_transfers AS t,"
     " jsonb_array_elements(t.legs::jsonb) AS leg, (VALUES (0), (1)) AS side(k)"
-    " WHERE t.transfer_id = %s) ORDER BY account_id"
+    " WHERE t.transfer_id = %s)) ORDER BY account_id"
 )
 _PG_LOCK_TRANSFER_DEBITS = (
-    "SELECT account_id FROM wallet_accounts WHERE account_id IN ("
+    "SELECT account_id FROM wallet_accounts WHERE account_id = ANY(ARRAY("
     " SELECT leg.value ->> 0 FROM wallet_transfers AS t,"
-    " jsonb_array_elements(t.legs::jsonb) AS leg WHERE t.transfer_id = %s)"
+    " jsonb_array_elements(t.legs::jsonb) AS leg WHERE t.transfer_id = %s))"
     " AND kind <> ALL(%s) ORDER BY account_id FOR UPDATE"
 )
 _PG_LOCK_IDS = (
@@ -63,6 +66,11 @@ _ACCOUNT_RECORD = (
 _TRANSFER_RECORD = (
     "transfer_id text, state int, spec text, legs text, posted_legs text, amount bigint, "
     "posted_amount bigint, code text, created_at timestamptz, resolved_at timestamptz"
+)
+# A resolution changes only these columns of a transfer (``Ledger.apply``: the request,
+# its legs and creation time never change), so only they travel: no spec to re-encode.
+_RESOLUTION_RECORD = (
+    "transfer_id text, state int, posted_legs text, posted_amount bigint, resolved_at timestamptz"
 )
 _PG_SAVE = (
     "WITH new_accounts AS ("
@@ -87,10 +95,9 @@ _PG_SAVE = (
     " RETURNING 1),"
     " changed_transfers AS ("
     " UPDATE wallet_transfers AS t"
-    " SET state = x.state, spec = decode(x.spec, 'hex'), legs = x.legs,"
-    " posted_legs = x.posted_legs, amount = x.amount, posted_amount = x.posted_amount,"
-    " code = x.code, created_at = x.created_at, resolved_at = x.resolved_at"
-    f" FROM jsonb_to_recordset(%(changed_transfers)s::jsonb) AS x({_TRANSFER_RECORD})"
+    " SET state = x.state, posted_legs = x.posted_legs, posted_amount = x.posted_amount,"
+    " resolved_at = x.resolved_at"
+    f" FROM jsonb_to_recordset(%(changed_transfers)s::jsonb) AS x({_RESOLUTION_RECORD})"
     " WHERE t.transfer_id = x.transfer_id RETURNING 1),"
     " new_entries AS ("
     " INSERT INTO wallet_entries (account_id, player_id, account_kind, transfer_id,"
@@ -110,12 +117,38 @@ _PG_SAVE = (
 )
 
 
-def _json_transfer(t: d.Transfer) -> dict[str, Any]:
+def _json_resolution(t: d.Transfer, stamps: dict[datetime, str]) -> dict[str, Any]:
+    return {
+        "transfer_id": t.transfer_id,
+        "state": int(t.state),
+        "posted_legs": legs_json(t.posted_legs),
+        "posted_amount": t.posted_amount,
+        "resolved_at": _iso(t.resolved_at, stamps) if t.resolved_at is not None else None,
+    }
+
+
+def _iso(at: datetime, stamps: dict[datetime, str]) -> str:
+    """``at.isoformat()``, once per moment: a command's transfer and its statement lines
+    share its time. (Equal moments with other UTC offsets would format differently, but
+    the column is ``timestamptz``: the same instant is stored either way.)"""
+    text = stamps.get(at)
+    if text is None:
+        text = stamps[at] = at.isoformat()
+    return text
+
+
+def _json_transfer(t: d.Transfer, stamps: dict[datetime, str]) -> dict[str, Any]:
     row = transfer_row(t)
     row["spec"] = row["spec"].hex()
-    row["created_at"] = row["created_at"].isoformat()
+    row["created_at"] = _iso(row["created_at"], stamps)
     if row["resolved_at"] is not None:
-        row["resolved_at"] = row["resolved_at"].isoformat()
+        row["resolved_at"] = _iso(row["resolved_at"], stamps)
+    return row
+
+
+def _json_entry(e: d.Entry, stamps: dict[datetime, str]) -> dict[str, Any]:
+    row = entry_row(e)
+    row["occurred_at"] = _iso(e.occurred_at, stamps)
     return row
 
 
@@ -229,18 +262,17 @@ def pg_save(
         for a, b in ((state.accounts[aid], before.accounts[aid]),)
     ]
     tids = sorted(touched_transfers)
+    stamps: dict[datetime, str] = {}
     params = {
         "new_accounts": json.dumps(new_accounts),
         "changed_accounts": json.dumps(changed_accounts),
         "new_transfers": json.dumps(
-            [_json_transfer(state.transfers[t]) for t in tids if t not in before.transfers]
+            [_json_transfer(state.transfers[t], stamps) for t in tids if t not in before.transfers]
         ),
         "changed_transfers": json.dumps(
-            [_json_transfer(state.transfers[t]) for t in tids if t in before.transfers]
+            [_json_resolution(state.transfers[t], stamps) for t in tids if t in before.transfers]
         ),
-        "entries": json.dumps(
-            [{**entry_row(e), "occurred_at": e.occurred_at.isoformat()} for e in lines]
-        ),
+        "entries": json.dumps([_json_entry(e, stamps) for e in lines]),
     }
     raw = psycopg_of(conn)
     if queue and raw is not None and raw.pgconn.pipeline_status:

@@ -14,6 +14,7 @@ On PostgreSQL with psycopg 3 the same reads and writes take the fast path of
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
 from electric_eventlog.migrate import migrate as migrate_eventlog
 from electric_eventlog.migrate import upgrade
@@ -105,6 +106,35 @@ def load_for_resolution(
     return ledger
 
 
+@dataclass
+class Changes:
+    """What a run of events writes to the projections: the accounts it opens, the
+    accounts and transfers it touches and its statement lines, in order."""
+
+    opened: list[d.AccountOpened] = field(default_factory=list)
+    touched: set[str] = field(default_factory=set)
+    touched_transfers: set[str] = field(default_factory=set)
+    lines: list[d.Entry] = field(default_factory=list)
+
+    def add(self, event: d.Event, state: d.Ledger) -> None:
+        """Record ``event`` and fold it into ``state`` (the ledger just before it)."""
+        self.lines += d.entries_for(event, state)
+        if isinstance(event, d.AccountOpened):
+            self.opened.append(event)
+        else:
+            legs: list[d.Leg] = []
+            if isinstance(event, d.TransferVoided):
+                self.touched_transfers.add(event.transfer_id)
+            else:
+                self.touched_transfers.add(event.request.transfer_id)
+                legs += event.legs
+            if not isinstance(event, d.TransferPending):
+                legs += event.released_legs
+            for leg in legs:
+                self.touched.update((leg.debit, leg.credit))
+        state.apply(event)
+
+
 def save(
     conn: Connection, before: d.Ledger, events: Sequence[d.Event], *, queue: bool = False
 ) -> d.Ledger:
@@ -115,32 +145,23 @@ def save(
     its result; it travels with the next statement that syncs (the event store's
     position allocation), and an error in it is raised there."""
     state = before.clone()
-    opened: list[d.AccountOpened] = []
-    lines: list[d.Entry] = []
-    touched: set[str] = set()
-    touched_transfers: set[str] = set()
+    changes = Changes()
     for event in events:
-        lines += d.entries_for(event, state)
-        if isinstance(event, d.AccountOpened):
-            opened.append(event)
-        else:
-            tid = (
-                event.transfer_id
-                if isinstance(event, d.TransferVoided)
-                else (event.request.transfer_id)
-            )
-            touched_transfers.add(tid)
-            legs: list[d.Leg] = []
-            if not isinstance(event, d.TransferVoided):
-                legs += event.legs
-            if not isinstance(event, d.TransferPending):
-                legs += event.released_legs
-            for leg in legs:
-                touched.update((leg.debit, leg.credit))
-        state.apply(event)
+        changes.add(event, state)
+    write(conn, before, state, changes, queue=queue)
+    return state
+
+
+def write(
+    conn: Connection, before: d.Ledger, state: d.Ledger, changes: Changes, *, queue: bool = False
+) -> None:
+    """Write ``changes`` (``before`` = the state as read, ``state`` = after them); see
+    :func:`save`. The batch executor records its changes as it decides and calls this."""
+    opened, touched, lines = changes.opened, changes.touched, changes.lines
+    touched_transfers = changes.touched_transfers
     if psycopg_of(conn) is not None:
         pg_save(conn, before, state, opened, touched, touched_transfers, lines, queue)
-        return state
+        return
     if opened:
         conn.execute(
             insert(accounts),
@@ -190,7 +211,6 @@ def save(
             conn.execute(insert(transfers).values(**transfer_row(t)))
     if lines:
         conn.execute(insert(entries), [entry_row(e) for e in lines])
-    return state
 
 
 def wipe(conn: Connection) -> None:

@@ -16,7 +16,7 @@ from .. import codec
 from .. import domain as d
 
 
-def _legs_json(legs: Iterable[d.Leg]) -> str:
+def legs_json(legs: Iterable[d.Leg]) -> str:
     return json.dumps([[leg.debit, leg.credit, leg.amount] for leg in legs])
 
 
@@ -53,8 +53,8 @@ def transfer_row(t: d.Transfer) -> dict[str, Any]:
         "transfer_id": t.transfer_id,
         "state": int(t.state),
         "spec": codec.spec_to_pb(t.request).SerializeToString(deterministic=True),
-        "legs": _legs_json(t.legs),
-        "posted_legs": _legs_json(t.posted_legs),
+        "legs": legs_json(t.legs),
+        "posted_legs": legs_json(t.posted_legs),
         "amount": t.amount,
         "posted_amount": t.posted_amount,
         "code": t.request.code,
