@@ -268,9 +268,11 @@ def bulk_append_one_trip(
                 sp.execute("SAVEPOINT electric_bulk_append")
                 lock.execute(LOCK_HEAD)
                 cur.execute(ONE_TRIP, params)
-                sp.execute("RELEASE SAVEPOINT electric_bulk_append")
-                if commit:
-                    raw.commit()
+                # COMMIT as a statement of the pipeline (it commits the savepoint's work
+                # too: no RELEASE then), not ``raw.commit()``: psycopg's commit syncs the
+                # pipeline and waits, and the pipeline's exit then synced again, an empty
+                # extra round trip per batch (found in the wallet's executor, issue 16).
+                sp.execute("COMMIT" if commit else "RELEASE SAVEPOINT electric_bulk_append")
             rows = cur.fetchall()
     except psycopg.Error:
         raw.execute("ROLLBACK TO SAVEPOINT electric_bulk_append")
