@@ -19,6 +19,7 @@ from electric_clients.convert import timestamp
 from electric_clients.errors import error_detail
 from electric_domain.tournament import default_config
 from electric_eventlog import EventStore
+from google.protobuf.message import Message
 
 from tests.support.reg_harness import OPS, FakeTable, Stack, eventually, md
 
@@ -185,32 +186,43 @@ async def test_lobby_shows_pay_table_blinds_timers_split_and_max_entries(stack: 
     assert all(lv.duration.ToSeconds() == 120 for r in tier.pay_table for lv in r.levels)
 
 
-async def test_my_tables_shows_turn_deadline_stack_and_place(stack: Stack) -> None:
+async def _seated_table(stack: Stack, players: tuple[str, ...]) -> tuple[str, dict[str, int]]:
+    """Deposit, register ``players`` at one table and start its tournament: (table, seats)."""
     seats: dict[str, int] = {}
-    for p in ("m1", "m2", "m3"):
+    for p in players:
         await stack.deposit(p, 300)
         r = await stack.register(p)
         seats[p] = r.entries[0].seat
     table_id = r.entries[0].table_id
     await stack.tournament_started(table_id)
+    return table_id, seats
+
+
+def _table_and_hand_started(table_id: str, seats: dict[str, int]) -> list[Message]:
+    """The table's TableStarted and HandStarted (hand 1, 1,500 chips a seat)."""
+    return [
+        table_events.TableStarted(
+            table_id=table_id,
+            starting_stack=1500,
+            seats=[tournament_pb2.SeatAssignment(seat=s, player_id=p) for p, s in seats.items()],
+        ),
+        table_events.HandStarted(
+            table_id=table_id,
+            hand_number=1,
+            stacks=[table_events.SeatStack(seat=s, stack=1500) for s in seats.values()],
+        ),
+    ]
+
+
+async def test_my_tables_shows_turn_deadline_stack_and_place(stack: Stack) -> None:
+    table_id, seats = await _seated_table(stack, ("m1", "m2", "m3"))
     fake = FakeTable(stack.urls["table"], stack.bus)
     deadline = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=10)
     s1, s2, s3 = seats["m1"], seats["m2"], seats["m3"]
     try:
         await fake.emit(
             table_id,
-            table_events.TableStarted(
-                table_id=table_id,
-                starting_stack=1500,
-                seats=[
-                    tournament_pb2.SeatAssignment(seat=s, player_id=p) for p, s in seats.items()
-                ],
-            ),
-            table_events.HandStarted(
-                table_id=table_id,
-                hand_number=1,
-                stacks=[table_events.SeatStack(seat=s, stack=1500) for s in (s1, s2, s3)],
-            ),
+            *_table_and_hand_started(table_id, seats),
             table_events.BlindPosted(table_id=table_id, hand_number=1, seat=s1, amount=10),
             table_events.TurnStarted(
                 table_id=table_id, hand_number=1, seat=s1, deadline=timestamp(deadline)
@@ -315,13 +327,7 @@ async def test_my_tables_shows_turn_deadline_stack_and_place(stack: Stack) -> No
 async def test_watch_my_tables_folds_a_burst_of_changes_into_few_snapshots(stack: Stack) -> None:
     # Every turn at a busy table wakes the stream; it re-reads at most every
     # WATCH_MIN_INTERVAL_SECONDS (0.25 s) and the last snapshot still shows the last turn.
-    seats: dict[str, int] = {}
-    for p in ("w1", "w2", "w3"):
-        await stack.deposit(p, 300)
-        r = await stack.register(p)
-        seats[p] = r.entries[0].seat
-    table_id = r.entries[0].table_id
-    await stack.tournament_started(table_id)
+    table_id, seats = await _seated_table(stack, ("w1", "w2", "w3"))
     fake = FakeTable(stack.urls["table"], stack.bus)
     order = [seats["w1"], seats["w2"], seats["w3"]]
     watch = stack.reg.WatchMyTables(registration_pb2.WatchMyTablesRequest(), metadata=md("w1"))
@@ -333,21 +339,7 @@ async def test_watch_my_tables_folds_a_burst_of_changes_into_few_snapshots(stack
 
     collector = asyncio.ensure_future(collect())
     try:
-        await fake.emit(
-            table_id,
-            table_events.TableStarted(
-                table_id=table_id,
-                starting_stack=1500,
-                seats=[
-                    tournament_pb2.SeatAssignment(seat=s, player_id=p) for p, s in seats.items()
-                ],
-            ),
-            table_events.HandStarted(
-                table_id=table_id,
-                hand_number=1,
-                stacks=[table_events.SeatStack(seat=s, stack=1500) for s in order],
-            ),
-        )
+        await fake.emit(table_id, *_table_and_hand_started(table_id, seats))
         turns = 40
         loop = asyncio.get_running_loop()
         began = loop.time()

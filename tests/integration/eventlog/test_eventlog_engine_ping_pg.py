@@ -25,6 +25,19 @@ def _pid(engine: Engine) -> int:
     return pid
 
 
+def _counting_pings(engine: Engine) -> list[object]:
+    """The connections the engine pings from now on."""
+    pings: list[object] = []
+    original = engine.dialect.do_ping
+
+    def counting_ping(dbapi_connection: object) -> bool:
+        pings.append(dbapi_connection)
+        return original(dbapi_connection)
+
+    engine.dialect.do_ping = counting_ping  # type: ignore[method-assign]
+    return pings
+
+
 def test_a_connection_killed_while_idle_is_replaced_at_checkout(fresh_pg_url: str) -> None:
     engine = create_engine(fresh_pg_url, ping_after_idle=0.05, pool_size=1, max_overflow=0)
     try:
@@ -38,14 +51,7 @@ def test_a_connection_killed_while_idle_is_replaced_at_checkout(fresh_pg_url: st
 
 def test_a_connection_used_moments_ago_is_not_pinged(fresh_pg_url: str) -> None:
     engine = create_engine(fresh_pg_url, ping_after_idle=60.0, pool_size=1, max_overflow=0)
-    pings: list[object] = []
-    original = engine.dialect.do_ping
-
-    def counting_ping(dbapi_connection: object) -> bool:
-        pings.append(dbapi_connection)
-        return original(dbapi_connection)
-
-    engine.dialect.do_ping = counting_ping  # type: ignore[method-assign]
+    pings = _counting_pings(engine)
     try:
         first = _pid(engine)
         for _ in range(5):
@@ -57,14 +63,7 @@ def test_a_connection_used_moments_ago_is_not_pinged(fresh_pg_url: str) -> None:
 
 def test_an_idle_connection_is_pinged_once_per_idle_spell(fresh_pg_url: str) -> None:
     engine = create_engine(fresh_pg_url, ping_after_idle=0.05, pool_size=1, max_overflow=0)
-    pings: list[object] = []
-    original = engine.dialect.do_ping
-
-    def counting_ping(dbapi_connection: object) -> bool:
-        pings.append(dbapi_connection)
-        return original(dbapi_connection)
-
-    engine.dialect.do_ping = counting_ping  # type: ignore[method-assign]
+    pings = _counting_pings(engine)
     try:
         _pid(engine)
         time.sleep(0.1)

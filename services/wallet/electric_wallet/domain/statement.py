@@ -9,7 +9,7 @@ from datetime import datetime
 
 from .accounts import Account, AccountKind
 from .events import AccountOpened, Event, TransferPending, TransferPosted, TransferVoided, utc
-from .ledger import Ledger
+from .ledger import Ledger, copy_account
 
 #: Entry types (values of ``EntryType`` in wallet.proto).
 HOLD, RELEASE, DEBIT, CREDIT, INCOMING = 1, 2, 3, 4, 5
@@ -51,10 +51,7 @@ def entries_for(event: Event, before: Ledger) -> list[Entry]:
     for leg in legs:
         for aid in (leg.debit, leg.credit):
             if aid not in shadow:
-                a = before.accounts[aid]
-                shadow[aid] = Account(
-                    a.account_id, a.kind, a.player_id, a.posted, a.reserved, a.incoming
-                )
+                shadow[aid] = copy_account(before.accounts[aid])
     out: list[Entry] = []
 
     def line(account_id: str, kind: int, amount: int) -> None:
