@@ -87,13 +87,28 @@ def _finished(urls: dict[str, str]) -> list[str]:
     ]
 
 
+def _with_bets(urls: dict[str, str]) -> set[str]:
+    """The rounds with at least one bet: a stake transfer in the wallet's log."""
+    prefix = "wallet-transfer-"
+    return {
+        x.envelope.stream_id.removeprefix(prefix).split(":", 1)[0]
+        for x in read_store(urls["wallet"]).events
+        if x.envelope.stream_id.startswith(prefix + "uth-r-")
+    }
+
+
 def test_every_uth_round_passes(run: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
     rounds = _finished(run)
     assert len(rounds) >= 2
     seats_settled = 0
+    with_bets = _with_bets(run)
     for rid in rounds:
         code, checks = _round(capsys, rid, run)
         assert code == 0, [c for c in checks.values() if not c["ok"]]
+        if rid not in with_bets:
+            # Dealt, but no seat bet within the 400 ms betting window (the bots are not
+            # always that fast): nothing to settle. Every other check above still passed.
+            continue
         for name in ("chains", "deck", "domain", "seats", "settlement", "bets"):
             assert checks[name]["failed"] == 0 and checks[name]["checked"] >= 1, (name, checks)
         seats_settled += checks["domain"]["checked"]  # each seat in play settled again
@@ -103,7 +118,7 @@ def test_every_uth_round_passes(run: dict[str, str], capsys: pytest.CaptureFixtu
 def test_a_missing_bet_posting_is_reported(
     run: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    rid = _finished(run)[0]
+    rid = next(r for r in _finished(run) if r in _with_bets(run))
     copy = tmp_path / "wallet.db"
     shutil.copy(str(make_url(run["wallet"]).database), copy)
     with contextlib.closing(sqlite3.connect(copy)) as conn, conn:  # foreign keys off
