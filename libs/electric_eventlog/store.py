@@ -25,7 +25,7 @@ from google.protobuf.message import Message
 from sqlalchemy import Connection, Engine, Integer, Select, bindparam, func, insert, select, update
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
-from . import causality, schema
+from . import causality, commit_hook, schema
 from .codec import envelope_from_row, row_from_envelope, to_utc
 from .errors import ConcurrencyError, DuplicateEventError, SchemaError, StreamNotFoundError
 from .group import GroupCommit
@@ -94,13 +94,14 @@ class EventStore:
         if pg:
             self.group.register(PreparedAppend, self._bulk)
         self._commit_listeners: list[Callable[[], None]] = []
+        commit_hook.install(engine)
 
     def on_commit(self, listener: Callable[[], None]) -> None:
         """Call ``listener()`` (in the committing thread) after each :meth:`transact` /
-        :meth:`append_in_new_tx` commit: the service's outbox relay wakes on it instead of
-        waiting for its next poll (:meth:`OutboxRelay.notify
-        <electric_eventlog.outbox_relay.OutboxRelay.notify>`). Appends inside a caller's
-        own transaction do not call it; the relay's poll finds those."""
+        :meth:`append_in_new_tx` commit, and at the commit of a caller's own transaction
+        that appended (:mod:`.commit_hook`): the service's outbox relay wakes on it instead
+        of waiting for its next poll (:meth:`OutboxRelay.notify
+        <electric_eventlog.outbox_relay.OutboxRelay.notify>`)."""
         self._commit_listeners.append(listener)
 
     def _committed(self) -> None:
@@ -137,6 +138,8 @@ class EventStore:
         if not events:
             self._check_expected(stream_id, expected_version, self.current_version(conn, stream_id))
             return []
+        if self._commit_listeners:
+            commit_hook.on_this_commit(conn, self._committed)
         if self._pg_fast_path(conn):
             return self._pg_append(
                 conn, stream_id, expected_version, events, correlation_id, causation_id, occurred_at

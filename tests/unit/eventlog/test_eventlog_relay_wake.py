@@ -3,7 +3,8 @@
 Two causes of the table's seconds of relay lag (``python -m bench relay``): the relay's
 database calls queued in the loop's shared default executor behind the service's blocking
 calls, and a committed row waited for the next poll. The relay now has a thread of its own
-and a local commit wakes it (``EventStore.on_commit`` -> ``OutboxRelay.notify``).
+and a local commit wakes it (``EventStore.on_commit`` -> ``OutboxRelay.notify``), also the
+commit of a caller's own transaction that appended (``electric_eventlog.commit_hook``).
 """
 
 from __future__ import annotations
@@ -106,3 +107,31 @@ async def test_an_idle_relay_backs_off_and_still_finds_a_commit_it_was_not_told_
     await _until(lambda: bus.end_offset(TOPIC) == 1, task, timeout=30.0)
     stop.set()
     await asyncio.wait_for(task, timeout=30.0)
+
+
+def test_a_commit_of_the_callers_own_transaction_that_appended_calls_the_listeners(
+    engine: Engine,
+) -> None:
+    # A service appending inside its own engine.begin() block: its relay must wake too.
+    store = EventStore(engine, producer="wakesvc")
+    calls: list[str] = []
+    store.on_commit(lambda: calls.append("commit"))
+    event = [wrappers_pb2.StringValue(value="x")]
+    with engine.connect() as conn:
+        with conn.begin() as tx:
+            store.append(conn, "s", ANY, event)
+            tx.rollback()
+        assert calls == []  # rolled back: nothing to publish
+        with conn.begin():
+            conn.exec_driver_sql("SELECT 1")
+        assert calls == []  # a later commit on the same connection appended nothing
+        with conn.begin():
+            store.append(conn, "s", ANY, event)
+            store.append(conn, "t", ANY, event)
+        assert calls == ["commit"]  # once per transaction, however many appends
+    with engine.begin() as conn:
+        store.append(conn, "s", ANY, [])  # no events: nothing was written
+    assert calls == ["commit"]
+    with engine.begin() as conn:
+        store.append(conn, "s", ANY, event)
+    assert calls == ["commit", "commit"]
