@@ -1,4 +1,4 @@
-"""The outbox relay keeps up inside a busy service process (issue 16).
+"""The outbox relay and the consumers keep up inside a busy service process (issue 16).
 
 Two causes of the table's seconds of relay lag (``python -m bench relay``): the relay's
 database calls queued in the loop's shared default executor behind the service's blocking
@@ -16,9 +16,19 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from electric_eventlog import ANY, EventStore, InProcessBus, OutboxRelay, create_engine, migrate
+from electric.eventlog.v1.envelope_pb2 import Envelope
+from electric_eventlog import (
+    ANY,
+    ConsumerWorker,
+    EventStore,
+    IdempotentConsumer,
+    InProcessBus,
+    OutboxRelay,
+    create_engine,
+    migrate,
+)
 from google.protobuf import wrappers_pb2
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 TOPIC = "electric.wakesvc.events"
 
@@ -135,3 +145,45 @@ def test_a_commit_of_the_callers_own_transaction_that_appended_calls_the_listene
     with engine.begin() as conn:
         store.append(conn, "s", ANY, event)
     assert calls == ["commit", "commit"]
+
+
+@pytest.mark.parametrize("batch_size", [1, 50])
+async def test_a_consumer_does_not_queue_behind_a_busy_default_executor(
+    engine: Engine, batch_size: int
+) -> None:
+    # The one-process runner at 50 tables: payout's consumer applied one event per wait in
+    # the shared executor and fell tens of seconds behind. It now has a thread of its own.
+    with engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE seen (value TEXT)")
+    store = EventStore(engine, producer="wakesvc")
+    for i in range(5):
+        store.append_in_new_tx("s", ANY, [wrappers_pb2.StringValue(value=str(i))])
+    bus = InProcessBus()
+    await OutboxRelay(engine, bus).drain()
+
+    def effect(conn: Connection, envelope: Envelope) -> None:
+        conn.exec_driver_sql("INSERT INTO seen VALUES ('x')")
+
+    worker = ConsumerWorker(
+        engine=engine,
+        bus=bus,
+        consumer=IdempotentConsumer("wake-consumer"),
+        topics=[TOPIC],
+        effect=effect,
+        batch_size=batch_size,
+        dedup_retention=None,
+    )
+    loop = asyncio.get_running_loop()
+    loop.set_default_executor(ThreadPoolExecutor(max_workers=1))
+    release = threading.Event()
+    blocked = asyncio.ensure_future(asyncio.to_thread(release.wait, 120.0))
+    stop = asyncio.Event()
+    task = asyncio.create_task(worker.run(stop))
+    try:
+        await _until(lambda: bus.committed("wake-consumer", TOPIC) == 5, task, timeout=60.0)
+        assert worker.applied == 5
+    finally:
+        release.set()
+        stop.set()
+        await blocked
+        await asyncio.wait_for(task, timeout=30.0)
