@@ -51,6 +51,7 @@ from electric_eventlog import (
     utc_now,
 )
 from electric_eventlog.engine import read_only
+from electric_eventlog.relay_thread import run_on_own_loop
 from prometheus_client import Gauge
 from sqlalchemy import Engine, MetaData
 
@@ -129,6 +130,7 @@ async def open_event_path(
             )
         )
     store = EventStore(engine, producer=cfg.service)
+    own_kafka_bus = bus is None and cfg.uses_kafka
     if bus is None:
         if cfg.uses_kafka:
             from electric_eventlog.kafka import KafkaBus, ensure_topics
@@ -161,7 +163,24 @@ async def open_event_path(
         lease_seconds=env_ms(RELAY_LEASE_ENV, DEFAULT_RELAY_LEASE_MS) / 1000,
     )
     store.on_commit(relay.notify)  # a local commit wakes the relay (no 20 ms poll wait)
-    host.add_background("outbox-relay", lambda: relay.run(host.stopping), restart=True)
+    if own_kafka_bus:
+        # On a loop and producer of its own, not behind the service's gRPC work (issue 16).
+        def relay_bus() -> EventBus:
+            from electric_eventlog.kafka import KafkaBus
+
+            return KafkaBus(
+                cfg.kafka_bootstrap_servers,
+                client_id=f"electric-{cfg.service}-relay",
+                namespace=cfg.kafka_namespace,
+            )
+
+        host.add_background(
+            "outbox-relay",
+            lambda: run_on_own_loop(relay, relay_bus, host.stopping),
+            restart=True,
+        )
+    else:
+        host.add_background("outbox-relay", lambda: relay.run(host.stopping), restart=True)
     host.on_shutdown(relay.final_drain)  # skipped while another instance relays
     register_outbox_metrics(host, engine, store.topic, relay)
     path = EventPath(engine=engine, store=store, bus=bus, relay=relay, instance_id=instance_id)
