@@ -29,12 +29,16 @@ async def run_on_own_loop(
     relay: OutboxRelay, make_bus: Callable[[], EventBus], stop: asyncio.Event
 ) -> None:
     """``relay.run`` on a new thread and event loop, publishing through ``make_bus()``
-    (created, started and stopped on that loop), until ``stop`` is set or this task is
-    cancelled; either way it returns only after the thread ended. An exception of the
-    relay's loop is raised here (a host task with ``restart`` runs it again)."""
+    (created, started and stopped on that loop). ``stop`` ends it after the current pass,
+    like ``relay.run(stop)``; cancelling this task cancels the relay's task there, as it
+    cancelled ``relay.run`` on the service's loop (unmarked rows are sent again later),
+    also after a ``stop`` whose pass hangs. Either way this returns only after the thread
+    ended. An exception of the relay's loop is raised here (a host task with ``restart``
+    runs it again)."""
     loop = asyncio.get_running_loop()
     ended: asyncio.Future[None] = loop.create_future()
-    halted = threading.Event()
+    halted = threading.Event()  # this task asks the relay to stop after its pass
+    killed = threading.Event()  # this task was cancelled: cancel the relay's task
 
     def settle(error: BaseException | None) -> None:
         if ended.done():
@@ -46,23 +50,32 @@ async def run_on_own_loop(
 
     async def relay_loop() -> None:
         own_stop = asyncio.Event()
+        bus = make_bus()
+        this = asyncio.current_task()
+        running = True
 
-        async def wait_for_halt() -> None:
+        async def follow_requests() -> None:
             await asyncio.to_thread(halted.wait)
             own_stop.set()
+            await asyncio.to_thread(killed.wait)
+            if running and this is not None:
+                this.cancel()
 
-        bus = make_bus()
-        watcher = asyncio.create_task(wait_for_halt())
+        follower = asyncio.create_task(follow_requests())
         shared = relay.bus
         try:
             await bus.start()
             relay.bus = bus
             await relay.run(own_stop)
         finally:
+            running = False
             relay.bus = shared
-            halted.set()  # ends the watcher's thread, so the loop can close
-            await watcher
-            await bus.stop()
+            halted.set()  # ends the follower's waits, so the loop can close
+            killed.set()
+            try:
+                await asyncio.shield(follower)
+            finally:
+                await bus.stop()
 
     context = contextvars.copy_context()  # the service's log fields and causal ids
 
@@ -70,6 +83,8 @@ async def run_on_own_loop(
         error: BaseException | None = None
         try:
             context.run(asyncio.run, relay_loop())
+        except asyncio.CancelledError:
+            pass  # cancelled at this task's request: it raises its own CancelledError
         except BaseException as exc:  # reported to the awaiting task, which raises it
             error = exc
         with contextlib.suppress(RuntimeError):  # the service's loop closed: nobody waits
@@ -80,12 +95,17 @@ async def run_on_own_loop(
     stopping: asyncio.Future[object] = asyncio.ensure_future(stop.wait())
     either: set[asyncio.Future[object]] = {stopping, ended}  # type: ignore[arg-type]
     try:
-        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        stopping.cancel()
-        halted.set()
         try:
-            await asyncio.shield(ended)
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            # ``ended`` is settled as the thread's last act: this join returns at once.
-            thread.join(timeout=5.0)
+            stopping.cancel()
+            halted.set()
+        await asyncio.shield(ended)
+    except asyncio.CancelledError:
+        killed.set()
+        with contextlib.suppress(asyncio.CancelledError):  # a second cancel: stop waiting
+            await asyncio.shield(ended)
+        raise
+    finally:
+        # ``ended`` is settled as the thread's last act: this join returns at once.
+        thread.join(timeout=5.0)
