@@ -27,14 +27,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
-import functools
 import logging
-import weakref
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
-from typing import Any, Literal, ParamSpec, TypeVar
+from typing import Any, Literal, TypeVar
 
 import tenacity
 from electric.eventlog.v1.envelope_pb2 import Envelope
@@ -48,6 +44,7 @@ from sqlalchemy.sql.expression import Insert
 from . import causality, schema
 from .bus import EventBus, OutgoingMessage, ReceivedMessage, decode_envelope
 from .errors import ConcurrencyError
+from .own_thread import OwnThread
 from .store import utc_now
 from .topics import dlq_topic_for
 
@@ -61,8 +58,6 @@ Effect = Callable[[Connection, Envelope], None]
 #: Runs after the transaction of a typed handler committed (in the consuming task).
 AfterCommit = Callable[[], None]
 M = TypeVar("M", bound=Message)
-T = TypeVar("T")
-P = ParamSpec("P")
 #: A handler registered for one payload type: the unpacked payload in, optionally an
 #: :data:`AfterCommit` out.
 TypedEffect = Callable[[Connection, Envelope, M], "AfterCommit | None"]
@@ -251,19 +246,10 @@ class ConsumerWorker:
         self._stop = asyncio.Event()
         self._typed: dict[str, tuple[type[Message], Callable[..., AfterCommit | None]]] = {}
         self._wanted: frozenset[bytes] = frozenset()
-        self._executor: ThreadPoolExecutor | None = None
-
-    async def _in_thread(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """``asyncio.to_thread`` on this worker's own thread. A worker runs one transaction
-        at a time, so one thread is all it needs; in the loop's shared default executor
-        each of its transactions queued behind the service's RPC work, so its throughput
-        was one event per queue wait. In the one-process runner at 50 tables that put
-        payout tens of seconds behind the table topic (issue 16)."""
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(1, thread_name_prefix=f"consumer-{self.group_id}")
-            weakref.finalize(self, self._executor.shutdown, wait=False)
-        call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
-        return await asyncio.get_running_loop().run_in_executor(self._executor, call)
+        # Applies on a thread of its own: one transaction at a time, never queued behind
+        # the service's RPC work (in the shared default executor, the one-process runner's
+        # payout fell tens of seconds behind the table topic at 50 tables, issue 16).
+        self._in_thread = OwnThread(f"consumer-{self.group_id}").run
 
     def on(self, payload_type: type[M], handler: TypedEffect[M]) -> None:
         """Apply ``handler`` to events whose payload is a ``payload_type`` (one handler per

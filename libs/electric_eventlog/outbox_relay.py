@@ -30,11 +30,9 @@ import contextlib
 import hashlib
 import logging
 import time
-import weakref
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import tenacity
 from electric.eventlog.v1.envelope_pb2 import Envelope
@@ -43,12 +41,11 @@ from sqlalchemy import Engine
 from .bus import EventBus, OutgoingMessage, envelope_message
 from .engine import read_only, reading
 from .outbox import fetch_unsent, mark_sent, purge_sent
+from .own_thread import OwnThread
 from .relay_lease import DEFAULT_LEASE_SECONDS, RelayLease
 from .store import utc_now
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 
 #: Default time sent outbox rows are kept (the topics keep the events for good).
@@ -137,14 +134,10 @@ class OutboxRelay:
         self.purged = 0
         # One thread of the relay's own: one database call at a time, never queued behind
         # the service's blocking calls in the loop's default executor (module doc).
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="outbox-relay")
-        weakref.finalize(self, self._executor.shutdown, wait=False)
+        self._in_thread = OwnThread("outbox-relay").run
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake = asyncio.Event()
         self._wake_pending = False
-
-    async def _in_thread(self, fn: Callable[..., T], *args: object) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
 
     def notify(self) -> None:
         """Rows were just committed in this process: publish now rather than at the next

@@ -26,6 +26,8 @@ from electric_eventlog import (
 from google.protobuf import any_pb2, wrappers_pb2
 from sqlalchemy import Connection, Engine, text
 
+from tests.support.eventually import run_until
+
 TOPIC = "electric.testsvc.events"
 
 
@@ -54,17 +56,6 @@ def record_effect(conn: Connection, envelope: Envelope) -> None:
         text("INSERT INTO effects (event_id, value) VALUES (:e, :v)"),
         {"e": envelope.event_id, "v": value.value},
     )
-
-
-async def run_until(predicate: object, *tasks: asyncio.Task[None], timeout: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():  # type: ignore[operator]
-        for task in tasks:
-            if task.done():
-                task.result()
-        assert loop.time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.01)
 
 
 async def test_relay_publishes_in_order_and_consumer_applies_once(engine: Engine) -> None:

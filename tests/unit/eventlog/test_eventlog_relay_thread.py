@@ -17,6 +17,8 @@ from electric_eventlog.relay_thread import run_on_own_loop
 from google.protobuf import wrappers_pb2
 from sqlalchemy import Engine
 
+from tests.support.eventually import relay_loop_threads, run_until
+
 
 @pytest.fixture
 def engine(tmp_path: Path) -> Iterator[Engine]:
@@ -55,20 +57,6 @@ def _append(store: EventStore, n: int) -> None:
         store.append_in_new_tx("s", ANY, [wrappers_pb2.StringValue(value=str(i))])
 
 
-async def _until(predicate: object, task: asyncio.Task[None], timeout: float = 30.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():  # type: ignore[operator]
-        if task.done():
-            task.result()
-        assert loop.time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.01)
-
-
-def _relay_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name == "outbox-relay-loop"]
-
-
 async def test_the_relay_publishes_from_its_own_loop_and_stop_ends_it(engine: Engine) -> None:
     store = EventStore(engine, producer="threaded")
     service_bus, own = RecordingBus(), RecordingBus()
@@ -76,16 +64,16 @@ async def test_the_relay_publishes_from_its_own_loop_and_stop_ends_it(engine: En
     store.on_commit(relay.notify)
     stop = asyncio.Event()
     task = asyncio.create_task(run_on_own_loop(relay, lambda: own, stop))  # type: ignore[arg-type,return-value]
-    await _until(lambda: relay._loop is not None, task)
+    await run_until(lambda: relay._loop is not None, task, timeout=30.0)
     assert relay._loop is not asyncio.get_running_loop()
     await asyncio.to_thread(_append, store, 7)  # woken by the commits, from another thread
-    await _until(lambda: len(own.published) == 7, task)
+    await run_until(lambda: len(own.published) == 7, task, timeout=30.0)
     assert [m.key for m in own.published] == [b"s"] * 7
     assert own.threads == {"outbox-relay-loop"} and not service_bus.published
     stop.set()
     await asyncio.wait_for(task, timeout=30)
     assert own.started and own.stopped and relay.bus is service_bus
-    assert not _relay_threads()
+    assert not relay_loop_threads()
 
 
 async def test_cancelling_interrupts_a_hanging_pass_and_joins_the_thread(engine: Engine) -> None:
@@ -95,7 +83,9 @@ async def test_cancelling_interrupts_a_hanging_pass_and_joins_the_thread(engine:
     relay = OutboxRelay(engine, service_bus, publish_timeout=600.0)  # type: ignore[arg-type]
     stop = asyncio.Event()
     task = asyncio.create_task(run_on_own_loop(relay, lambda: own, stop))  # type: ignore[arg-type,return-value]
-    await _until(lambda: "outbox-relay-loop" in own.threads and relay._loop is not None, task)
+    await run_until(
+        lambda: "outbox-relay-loop" in own.threads and relay._loop is not None, task, timeout=30.0
+    )
     await asyncio.sleep(0.2)  # the pass now waits for acknowledgements that never come
     stop.set()  # a stop waits for the pass (up to publish_timeout) ...
     await asyncio.sleep(0.2)
@@ -104,7 +94,7 @@ async def test_cancelling_interrupts_a_hanging_pass_and_joins_the_thread(engine:
     with contextlib.suppress(asyncio.CancelledError):
         await asyncio.wait_for(task, timeout=30)
     assert task.cancelled()
-    assert own.stopped and relay.bus is service_bus and not _relay_threads()
+    assert own.stopped and relay.bus is service_bus and not relay_loop_threads()
     with engine.connect() as conn:  # nothing was marked sent: the next relay sends them
         from electric_eventlog import unsent_count
 
@@ -119,4 +109,4 @@ async def test_a_failure_of_the_relays_loop_is_raised_here(engine: Engine) -> No
 
     with pytest.raises(ConnectionError, match="no broker configured"):
         await asyncio.wait_for(run_on_own_loop(relay, no_bus, asyncio.Event()), timeout=30)  # type: ignore[arg-type]
-    assert not _relay_threads()
+    assert not relay_loop_threads()

@@ -30,6 +30,8 @@ from electric_eventlog import (
 from google.protobuf import wrappers_pb2
 from sqlalchemy import Connection, Engine
 
+from tests.support.eventually import run_until
+
 TOPIC = "electric.wakesvc.events"
 
 
@@ -41,16 +43,6 @@ def engine(tmp_path: Path) -> Iterator[Engine]:
     eng.dispose()
 
 
-async def _until(predicate: object, task: asyncio.Task[None], timeout: float) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():  # type: ignore[operator]
-        if task.done():
-            task.result()
-        assert loop.time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.01)
-
-
 async def test_a_local_commit_wakes_the_relay_long_before_its_poll(engine: Engine) -> None:
     store = EventStore(engine, producer="wakesvc")
     bus = InProcessBus()
@@ -58,13 +50,13 @@ async def test_a_local_commit_wakes_the_relay_long_before_its_poll(engine: Engin
     store.on_commit(relay.notify)
     stop = asyncio.Event()
     task = asyncio.create_task(relay.run(stop))
-    await _until(lambda: relay._loop is not None, task, timeout=30.0)
+    await run_until(lambda: relay._loop is not None, task, timeout=30.0)
     await asyncio.sleep(0.2)  # let the first (empty) pass end: the relay now waits to poll
     for i in range(3):
         await asyncio.to_thread(
             store.append_in_new_tx, "s", ANY, [wrappers_pb2.StringValue(value=str(i))]
         )
-        await _until(lambda n=i + 1: bus.end_offset(TOPIC) == n, task, timeout=30.0)
+        await run_until(lambda n=i + 1: bus.end_offset(TOPIC) == n, task, timeout=30.0)
     stop.set()
     await asyncio.wait_for(task, timeout=30.0)
 
@@ -107,14 +99,14 @@ async def test_an_idle_relay_backs_off_and_still_finds_a_commit_it_was_not_told_
     relay._fetch = counting_fetch  # type: ignore[assignment,method-assign]
     stop = asyncio.Event()
     task = asyncio.create_task(relay.run(stop))
-    await _until(lambda: relay._loop is not None, task, timeout=30.0)
+    await run_until(lambda: relay._loop is not None, task, timeout=30.0)
     await asyncio.sleep(1.0)
     # At a fixed 10 ms poll this would be about 100 fetches; backing off 10 → 160 ms: ~10.
     assert fetches <= 20
     await asyncio.to_thread(
         store.append_in_new_tx, "s", ANY, [wrappers_pb2.StringValue(value="quiet")]
     )
-    await _until(lambda: bus.end_offset(TOPIC) == 1, task, timeout=30.0)
+    await run_until(lambda: bus.end_offset(TOPIC) == 1, task, timeout=30.0)
     stop.set()
     await asyncio.wait_for(task, timeout=30.0)
 
@@ -180,7 +172,7 @@ async def test_a_consumer_does_not_queue_behind_a_busy_default_executor(
     stop = asyncio.Event()
     task = asyncio.create_task(worker.run(stop))
     try:
-        await _until(lambda: bus.committed("wake-consumer", TOPIC) == 5, task, timeout=60.0)
+        await run_until(lambda: bus.committed("wake-consumer", TOPIC) == 5, task, timeout=60.0)
         assert worker.applied == 5
     finally:
         release.set()
