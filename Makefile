@@ -12,7 +12,7 @@ PROTO_FILES := $(shell find protos -name '*.proto')
 
 .PHONY: setup protos run test lint typecheck unit integration e2e buf-lint buf-breaking \
         bench exhaustive simulate paytable infra-up infra-down up down clean \
-        math math-check math-report simulate-casino fuzz e2e-casino soak e2e-scale chaos audit-levels
+        math math-check math-report simulate-casino fuzz e2e-casino soak e2e-scale e2e-fencing chaos audit-levels
 
 setup: $(STAMP) gen/.stamp
 
@@ -133,6 +133,12 @@ soak: setup
 ## Chaos run (issue 18, docs/chaos.md): make chaos SEED=1 TOURNAMENTS=20 ROUNDS=100 FAULTS=30
 ## DURATION=30m [TABLES=2] [KINDS=kill9,pause,...] [CHAOS_ARGS=...]. Own PostgreSQL + Kafka, seeded faults
 ## under load, drain, every invariant; fault table + var/chaos/<run>/report.json; exit 1 if broken.
+## A paused table owner with Acts in flight stores nothing on its moved tables (issue 28,
+## docs/scaling.md §2): the fencing e2e, RUNS times (CI runs it once).
+e2e-fencing: setup
+	ELECTRIC_E2E_FENCING_RUNS=$(or $(RUNS),5) \
+	  $(BIN)/pytest -m e2e -s -p no:cacheprovider tests/e2e/scale/test_scale_fencing_e2e.py
+
 chaos: setup
 	nice -n 10 $(BIN)/python -u -m tests.chaos --seed $(or $(SEED),1) \
 	  --tournaments $(or $(TOURNAMENTS),20) --rounds $(or $(ROUNDS),100) \

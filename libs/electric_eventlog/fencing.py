@@ -16,12 +16,29 @@ that runs after a committed take finds the new epoch (PostgreSQL re-evaluates th
 on the latest row version under READ COMMITTED) and matches no row. On SQLite a write
 transaction excludes every other writer (``BEGIN IMMEDIATE``), which orders them the same way.
 
+**Scopes: the epoch moves when ownership moves.** A resource can be fenced under a
+*scope*: the fence of what ownership is actually handed over with (for the table service,
+a Kafka partition of the registration topic). The scope's epoch is taken when the scope is
+assigned (:func:`take_scope`, inside the consumer group's assignment callback, before
+anything of the scope is loaded), and a resource's fence taken under it (``take(...,
+scope=...)``) and every write under it (:meth:`Fence.check`) check the scope's epoch in the
+same transaction. So a write of an instance whose assignment was superseded fails as soon
+as the new assignee took the scope, whether or not that new owner has loaded or written the
+resource yet; and a stale instance cannot take a resource back (a take refused by the
+scope), which a per-resource epoch taken on demand allowed: a paused owner resumed, had a
+write fenced, then reloaded the table on the next retried Act and took its epoch again
+(issue 28, docs/scaling.md §2). A scope's take also records the consumer group's
+*generation* of the assignment: a take from an older generation than the stored one (an
+assignment callback of an instance paused inside the rebalance, run after a newer
+generation gave the scope elsewhere) is refused (:class:`StaleGenerationError`).
+
 Usage::
 
-    epoch = fencing.take(conn, "table-t1", owner=instance_id)   # on assignment
+    scope = fencing.take_scope(conn, "partition-...-3", owner=me, generation=g)  # assigned
+    epoch = fencing.take(conn, "table-t1", owner=me, scope=scope)    # on load
     ...
     with engine.begin() as conn:                                 # every write
-        fencing.check(conn, "table-t1", epoch)
+        Fence("table-t1", epoch, scope).check(conn)
         store.append(conn, "table-t1", expected, events)
 """
 
@@ -44,22 +61,51 @@ class FencedError(EventLogError):
     resource nobody took). Nothing of the write's transaction may commit. At a gRPC edge it
     is ``ABORTED``: the command was not applied; retry it, it reaches the new owner."""
 
-    def __init__(self, resource: str, epoch: int, current: int | None) -> None:
+    def __init__(self, resource: str, epoch: int, current: int | None, *, scope: str = "") -> None:
         self.resource = resource
         self.epoch = epoch
         self.current = current
+        #: The scope whose epoch moved (empty: the resource's own epoch did).
+        self.scope = scope
         held = "nobody" if current is None else f"epoch {current}"
+        what = f"its scope {scope!r}" if scope else "it"
         super().__init__(
-            f"{resource!r} is fenced: this writer holds epoch {epoch}, the owner holds {held}"
+            f"{resource!r} is fenced: this writer holds epoch {epoch} of {what},"
+            f" the owner holds {held}"
         )
 
 
-def take(conn: Connection, resource: str, *, owner: str, at: datetime | None = None) -> int:
+class StaleGenerationError(EventLogError):
+    """A scope's take from an assignment older than the one that took it last: the
+    consumer group has moved on (this instance was paused inside the rebalance)."""
+
+    def __init__(self, resource: str, generation: int, current: int) -> None:
+        self.resource = resource
+        self.generation = generation
+        self.current = current
+        super().__init__(
+            f"{resource!r} was taken in group generation {current}; this assignment is of"
+            f" generation {generation}"
+        )
+
+
+def take(
+    conn: Connection,
+    resource: str,
+    *,
+    owner: str,
+    at: datetime | None = None,
+    scope: Fence | None = None,
+) -> int:
     """Take ownership of ``resource`` for ``owner``: its epoch + 1 (1 the first time).
 
     Run in its own transaction and commit before writing with the epoch: the takeover is
     what fences the previous owner. Waits for an in-flight fenced write of the previous
-    owner to commit (see the module docstring)."""
+    owner to commit (see the module docstring). Under ``scope`` the scope's epoch is
+    checked first, in the same transaction: an instance whose assignment was superseded
+    gets :class:`FencedError` and takes nothing."""
+    if scope is not None:
+        _check_scope(conn, scope, resource)
     values = {
         "resource": resource,
         "epoch": 1,
@@ -82,9 +128,54 @@ def take(conn: Connection, resource: str, *, owner: str, at: datetime | None = N
         )
     else:  # pragma: no cover - the event log supports PostgreSQL and SQLite only
         raise NotImplementedError(conn.dialect.name)
-    _bound_waits(conn, write=False)
+    if scope is None:
+        _bound_waits(conn, write=False)
     epoch = conn.execute(statement.returning(table.c.epoch)).scalar_one()
     return int(epoch)
+
+
+def take_scope(
+    conn: Connection,
+    resource: str,
+    *,
+    owner: str,
+    generation: int | None,
+    at: datetime | None = None,
+    force: bool = False,
+) -> Fence:
+    """Take the scope ``resource`` (a partition) for ``owner``, assigned to it by the
+    consumer group's ``generation`` (None: unknown, not compared): its epoch + 1.
+
+    Refused with :class:`StaleGenerationError` when the scope was last taken in a newer
+    generation, unless ``force`` (the caller proved with the group coordinator that its
+    generation is the current one: the stored one is of an earlier incarnation of the
+    group, whose generations restarted at 1 after it was deleted). Waits, as :func:`take`
+    does, for the in-flight writes under the scope's old epoch."""
+    table = schema.fences
+    _bound_waits(conn, write=False)
+    row = conn.execute(
+        select(table.c.epoch, table.c.generation)
+        .where(table.c.resource == resource)
+        .with_for_update()
+    ).first()
+    when = at or datetime.now(UTC)
+    if row is None:
+        conn.execute(
+            table.insert().values(
+                resource=resource, epoch=1, owner=owner, taken_at=when, generation=generation
+            )
+        )
+        return Fence(resource, 1)
+    stored = None if row[1] is None else int(row[1])
+    if generation is not None and stored is not None and stored > generation and not force:
+        raise StaleGenerationError(resource, generation, stored)
+    epoch = int(row[0]) + 1
+    conn.execute(
+        update(table)
+        .where(table.c.resource == resource)
+        .values(epoch=epoch, owner=owner, taken_at=when, generation=generation)
+    )
+    return Fence(resource, epoch)
 
 
 #: How long a fenced write's transaction may sit idle on PostgreSQL (milliseconds) before
@@ -133,7 +224,8 @@ def is_lock_timeout(error: BaseException) -> bool:
 
 def break_stale_writers(engine: Engine, idle_s: float = STALE_WRITER_S) -> list[int]:
     """Terminate the sessions of this database whose *writing* transaction (it has an xid)
-    has been idle for ``idle_s`` or more: a paused or partitioned writer that holds row
+    has been idle (or waiting for its client mid-pipeline) for ``idle_s`` or more: a paused
+    or partitioned writer that holds row
     locks (a fence row, the head row) and blocks every other writer and the takeover.
     Healthy writers never idle that long inside a transaction; a terminated one only loses
     its uncommitted transaction (nothing stored). Returns the terminated pids (PostgreSQL;
@@ -146,7 +238,11 @@ def break_stale_writers(engine: Engine, idle_s: float = STALE_WRITER_S) -> list[
             text(
                 "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
                 " AND pid <> pg_backend_pid() AND backend_xid IS NOT NULL"
-                " AND state LIKE 'idle in transaction%'"
+                " AND (state LIKE 'idle in transaction%'"
+                # A client paused in the middle of a pipeline (no Sync sent yet) leaves its
+                # session 'active', reading from the client: seen holding a partition's
+                # fence row for a minute in the fencing e2e (issue 28).
+                "  OR (state = 'active' AND wait_event = 'ClientRead'))"
                 " AND now() - state_change > make_interval(secs => :idle)"
             ),
             {"idle": idle_s},
@@ -160,13 +256,17 @@ def break_stale_writers(engine: Engine, idle_s: float = STALE_WRITER_S) -> list[
     return killed
 
 
-def check(conn: Connection, resource: str, epoch: int) -> None:
-    """Raise :class:`FencedError` unless ``epoch`` is ``resource``'s current epoch; holds the
-    fence row's lock until ``conn``'s transaction ends (call it before the writes). On
-    PostgreSQL the transaction's idle time and lock waits are bounded too
+def check(conn: Connection, resource: str, epoch: int, scope: Fence | None = None) -> None:
+    """Raise :class:`FencedError` unless ``epoch`` is ``resource``'s current epoch (and,
+    with ``scope``, the scope's epoch is still the one held); holds the fence row's lock
+    until ``conn``'s transaction ends (call it before the writes). On PostgreSQL the
+    transaction's idle time and lock waits are bounded too
     (:data:`IDLE_IN_TRANSACTION_TIMEOUT_MS`, :data:`WRITE_LOCK_TIMEOUT_MS`)."""
     table = schema.fences
-    _bound_waits(conn, write=True)
+    if scope is not None:
+        _check_scope(conn, scope, resource)
+    else:
+        _bound_waits(conn, write=True)
     result = conn.execute(
         update(table)
         .where(table.c.resource == resource, table.c.epoch == epoch)
@@ -176,6 +276,30 @@ def check(conn: Connection, resource: str, epoch: int) -> None:
         return
     current = conn.execute(select(table.c.epoch).where(table.c.resource == resource)).scalar()
     raise FencedError(resource, epoch, None if current is None else int(current))
+
+
+def _check_scope(conn: Connection, scope: Fence, resource: str) -> None:
+    """Raise :class:`FencedError` (for ``resource``) unless ``scope``'s epoch is current.
+
+    A *shared* row lock (``FOR SHARE``) until the transaction ends: the writers of one
+    scope (all the tables of a partition) do not queue behind each other on it, while a
+    takeover of the scope (an UPDATE) waits for the writes in flight, and a check after a
+    committed takeover finds the new epoch (READ COMMITTED re-reads the locked row's newest
+    version). SQLite: one writer at a time orders them the same way."""
+    table = schema.fences
+    _bound_waits(conn, write=True)
+    query = select(table.c.epoch).where(table.c.resource == scope.resource)
+    if conn.dialect.name == "postgresql":
+        query = query.with_for_update(read=True)
+    got = conn.execute(query).scalar()
+    if got is not None and int(got) == scope.epoch:
+        return
+    raise FencedError(
+        resource,
+        scope.epoch,
+        None if got is None else int(got),
+        scope=scope.resource,
+    )
 
 
 def current(conn: Connection, resource: str) -> tuple[int, str] | None:
@@ -189,11 +313,13 @@ def current(conn: Connection, resource: str) -> tuple[int, str] | None:
 
 @dataclass(frozen=True)
 class Fence:
-    """An epoch held on one resource: ``fence.check(conn)`` in every write's transaction."""
+    """An epoch held on one resource: ``fence.check(conn)`` in every write's transaction.
+    ``scope``: the fence of the assignment it was taken under (checked too)."""
 
     resource: str
     epoch: int
+    scope: Fence | None = None
 
     def check(self, conn: Connection) -> None:
-        """:func:`check` of this epoch."""
-        check(conn, self.resource, self.epoch)
+        """:func:`check` of this epoch (and of its scope's)."""
+        check(conn, self.resource, self.epoch, self.scope)

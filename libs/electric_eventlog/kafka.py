@@ -229,6 +229,9 @@ class KafkaBus:
             **{**self._consumer_options, **self._group_options.get(group_id, {})},
         )
         if listener is not None:  # subscribed before start: the first assignment calls it
+            bind = getattr(listener, "bind", None)
+            if bind is not None:  # the listener reads the group generation off the consumer
+                bind(consumer)
             consumer.subscribe(topics=names, listener=listener)
         await consumer.start()
         try:
@@ -339,3 +342,35 @@ async def ensure_topics(
         return missing
     finally:
         await admin.close()
+
+
+def group_generation(consumer: AIOKafkaConsumer) -> int | None:
+    """The consumer group generation of ``consumer``'s current assignment (None before it
+    joined). aiokafka keeps it on its group coordinator and has no public accessor; read
+    inside ``on_partitions_assigned`` it is the generation of that assignment (the
+    coordinator sets it from the JoinGroup answer before it calls the listener)."""
+    coordinator = getattr(consumer, "_coordinator", None)
+    generation = getattr(coordinator, "generation", None)
+    return generation if isinstance(generation, int) and generation > 0 else None
+
+
+async def commit_under_generation(consumer: AIOKafkaConsumer, topic: str) -> bool:
+    """Whether the group coordinator accepts a commit of ``consumer``'s assigned partitions
+    of ``topic`` (their committed offsets, unchanged) under its current generation: True
+    proves the generation is the group's current one (a member of an older generation gets
+    ``CommitFailedError``/``IllegalStateError``). Nothing moves: each offset is committed as
+    it was (or as the consumer's position where nothing was committed yet)."""
+    offsets = {}
+    try:
+        for tp in consumer.assignment():
+            if tp.topic != topic:
+                continue
+            committed = await consumer.committed(tp)
+            offsets[tp] = committed if committed is not None else await consumer.position(tp)
+        if not offsets:
+            return False
+        await consumer.commit(offsets)
+    except (CommitFailedError, IllegalStateError, KafkaError) as exc:
+        log.warning("kafka.generation_not_current", extra={"error": str(exc)})
+        return False
+    return True

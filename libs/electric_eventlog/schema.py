@@ -139,4 +139,7 @@ fences = Table(
     Column("epoch", BigInteger, nullable=False),
     Column("owner", String(200), nullable=False),
     Column("taken_at", DateTime(timezone=True), nullable=False),
+    # The consumer group generation of the assignment that took a scope (a partition);
+    # NULL for resources taken on demand (migration eventlog_0003).
+    Column("generation", BigInteger, nullable=True),
 )

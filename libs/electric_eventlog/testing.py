@@ -396,7 +396,7 @@ class RecorderCases(StoreCases):
             svc = conn.execute(text("SELECT version_num FROM alembic_version_svc")).scalars()
             own = conn.execute(text(f"SELECT version_num FROM {EVENTLOG_VERSION_TABLE}"))
             assert list(svc) == ["svc_0001"]
-            assert list(own.scalars()) == ["eventlog_0002"]
+            assert list(own.scalars()) == ["eventlog_0003"]
 
     def test_concurrent_duplicate_apply_has_one_effect(self) -> None:
         consumer = IdempotentConsumer("cases.dup")

@@ -259,6 +259,10 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
                 f"{rpc}: only the seated player may act (caller role {principal.role})"
             )
         if not isinstance(found, TableRuntime):
+            if found.status in (repo.TableStatus.STARTING, repo.TableStatus.RUNNING):
+                # Live but not loaded here: being started, or its partition moved away from
+                # this instance (a stale owner takes nothing back, docs/scaling.md §2).
+                raise Unavailable(f"table {table_id} is starting or moving; retry")
             raise FailedPrecondition(f"table {table_id} has no playable tournament")
         rt = found
         seat = rt.seat_of(principal.subject)

@@ -7,13 +7,18 @@ Two modes, chosen by ``ELECTRIC_TABLE_OWNERSHIP``:
   starting events are on (key ``registration-table-<id>``, Kafka's default partitioner:
   murmur2), and this instance owns the tables of the partitions the consumer group
   ``table.tournaments`` assigns to it. Kafka's group protocol is the membership: no
-  home-made election. On assignment the instance takes the fencing epoch of each table
-  (``electric_eventlog.fencing``) and rebuilds it from its events; on revocation it stops
+  home-made election. On assignment the instance first takes each new partition's fence
+  (the *scope*, ``partition-<topic>-<n>``, with the group generation), then the fencing
+  epoch of each table under it (``electric_eventlog.fencing``), and rebuilds the table
+  from its events; on revocation it stops
   the table's driver (timers, clocks, writes) and stops serving it, keeping it until the
   assignment that follows: a table given back is resumed without a rebuild when nobody
   took it meanwhile, any other is dropped (docs/scaling.md §3). Every write of a
-  table checks the epoch in the write's transaction, so an instance that lost a partition
-  while paused cannot append to its tables any more (``FencedError`` → ABORTED).
+  table checks the table's epoch and its partition's in the write's transaction, so an
+  instance that lost a partition while paused cannot append to its tables any more
+  (``FencedError`` → ABORTED) from the moment the new owner's assignment took the
+  partition, and cannot take them back: only an assignment takes a partition, and a table
+  is taken only under its partition's current epoch (issue 28).
 """
 
 from __future__ import annotations
@@ -24,14 +29,14 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 from aiokafka import ConsumerRebalanceListener, TopicPartition
 from aiokafka.partitioner import murmur2
 from electric_eventlog import fencing, partitions_for
-from electric_eventlog.fencing import Fence
+from electric_eventlog.fencing import Fence, FencedError, StaleGenerationError
 from electric_platform.eventpath import EventPath
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from electric_table.runtime import TableManager, TableRuntime, table_stream
 from electric_table.store import repo
@@ -85,6 +90,9 @@ class PartitionFollower(Protocol):
 
 #: Lock-timeout retries of a takeover (each waits ``fencing.LOCK_TIMEOUT_MS``).
 TAKE_ATTEMPTS = 10
+#: The fence of partition ``n`` of the registration topic is ``<prefix><n>`` (the prefix
+#: names the broker's topic, namespace included: see :func:`own_by_partitions`).
+DEFAULT_SCOPE_PREFIX = "partition-electric.registration.events-"
 #: Seconds a table of a revoked partition is kept suspended when no assignment follows
 #: (the member left the group): then its watchers are told and it is dropped.
 SUSPEND_GRACE_S = 10.0
@@ -105,6 +113,7 @@ class PartitionOwnership:
         owner: str | Callable[[], str],
         partitions: int,
         live_ids: Callable[[], Awaitable[list[str]]] | None = None,
+        scope_prefix: str = DEFAULT_SCOPE_PREFIX,
     ) -> None:
         self.manager = manager
         self.engine = engine
@@ -113,7 +122,25 @@ class PartitionOwnership:
         #: (``electric_table.routing``); tests may use any name.
         self._owner = owner
         self.partitions = partitions
+        self.scope_prefix = scope_prefix
+        #: Partitions the group assigned to this instance (its latest assignment).
         self.assigned: set[int] = set()
+        #: The fence taken on each assigned partition (the scope of its tables' fences):
+        #: a partition is this instance's only while its scope is held.
+        self.scopes: dict[int, Fence] = {}
+        #: Assigned partitions whose scope another instance took since (this one was
+        #: paused or cut off): never taken again before the group assigns them anew.
+        self.lost: set[int] = set()
+        #: Assigned partitions whose take was refused as of an older group generation than
+        #: the stored one, by that generation: the sweep takes them only once the group
+        #: coordinator confirms the generation is current (``verify_generation``).
+        self.refused: dict[int, int] = {}
+        self._taking: set[int] = set()  # partitions whose scope is being taken
+        #: The generation of the latest assignment (None: not known, e.g. tests).
+        self.generation: int | None = None
+        #: Proves with the group coordinator that :attr:`generation` is the current one
+        #: (a commit under it; set by the rebalance listener on Kafka).
+        self.verify_generation: Callable[[], Awaitable[bool]] | None = None
         #: Assigned partitions whose tables are not all loaded yet (the database failed
         #: during the assignment): the sweep retries them until they are.
         self.unloaded: set[int] = set()
@@ -130,38 +157,120 @@ class PartitionOwnership:
         """The name this instance takes fences under (its advertised address)."""
         return self._owner if isinstance(self._owner, str) else self._owner()
 
+    def holds_partition(self, partition: int) -> bool:
+        """Whether ``partition`` is this instance's: assigned, and its scope held."""
+        return partition in self.assigned and partition in self.scopes
+
     def owns(self, table_id: str) -> bool:
-        """Whether ``table_id`` is on a partition assigned to this instance."""
-        return partition_for(table_id, self.partitions) in self.assigned
+        """Whether ``table_id`` is on a partition this instance holds."""
+        return self.holds_partition(partition_for(table_id, self.partitions))
+
+    def scope_resource(self, partition: int) -> str:
+        """The fence of ``partition`` (the scope of its tables' fences)."""
+        return f"{self.scope_prefix}{partition}"
 
     def fence_for(self, table_id: str) -> Fence:
         """Take ``table_id``'s fencing epoch for this instance (own transaction, committed
         before the rebuild reads the stream, so the rebuild sees every write of the
         previous owner and none can follow). Raises ``PermissionError`` for a table of a
-        partition not assigned here."""
-        if not self.owns(table_id):
-            raise PermissionError(f"table {table_id} is not on a partition of this instance")
-        return self.take(table_stream(table_id), table_id)
+        partition this instance does not hold."""
+        return self.take(table_stream(table_id), partition_for(table_id, self.partitions))
 
-    def take(self, resource: str, table_id: str) -> Fence:
-        """Take ``resource``'s fencing epoch under this instance's name (own transaction),
-        ending a paused ex-owner's session that holds its row (``TAKE_ATTEMPTS``)."""
-        for attempt in range(1, TAKE_ATTEMPTS + 1):
+    def take(self, resource: str, partition: int) -> Fence:
+        """Take ``resource``'s fencing epoch under this instance's name and under the
+        scope of ``partition`` (own transaction), ending a paused ex-owner's session that
+        holds its row (``TAKE_ATTEMPTS``). ``PermissionError`` when the partition is not
+        held here, or its scope was taken by another instance since (then the partition
+        is lost here until the group assigns it again: a stale instance takes nothing)."""
+        scope = self.scopes.get(partition)
+        if partition not in self.assigned or scope is None:
+            raise PermissionError(f"{resource} is not on a partition of this instance")
+        try:
+            epoch = self._with_retries(
+                lambda conn: fencing.take(conn, resource, owner=self.owner, scope=scope),
+                resource,
+            )
+        except FencedError as exc:
+            self.lose(partition, str(exc))
+            raise PermissionError(f"{resource}: partition {partition} moved") from exc
+        log.info("table.fence_taken", extra={"table_id": resource, "epoch": epoch})
+        return Fence(resource, epoch, scope)
+
+    def _with_retries(
+        self, take: Callable[[Connection], int], resource: str, attempts: int = TAKE_ATTEMPTS
+    ) -> int:
+        for attempt in range(1, attempts + 1):
             try:
                 with self.engine.begin() as conn:
-                    epoch = fencing.take(conn, resource, owner=self.owner)
-                break
+                    return take(conn)
             except Exception as exc:
                 # A paused ex-owner may hold the fence row (or the head row) in a session
                 # PostgreSQL does not time out (mid-pipeline): end it and take again.
-                if not fencing.is_lock_timeout(exc) or attempt == TAKE_ATTEMPTS:
+                if not fencing.is_lock_timeout(exc):
                     raise
                 stale = fencing.break_stale_writers(self.engine)
                 log.warning(
-                    "table.stale_writers_ended", extra={"pids": stale, "table_id": table_id}
+                    "table.stale_writers_ended", extra={"pids": stale, "table_id": resource}
                 )
-        log.info("table.fence_taken", extra={"table_id": table_id, "epoch": epoch})
+                if attempt == attempts:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def lose(self, partition: int, why: str) -> None:
+        """Another instance took ``partition``'s scope: nothing of it is this instance's
+        until the group assigns it here again (its tables are fenced at their next write
+        and cannot be taken back)."""
+        if self.scopes.pop(partition, None) is not None or partition not in self.lost:
+            log.warning("table.partition_lost", extra={"partition": partition, "error": why})
+        self.lost.add(partition)
+
+    def _take_scope(self, partition: int, *, force: bool = False) -> Fence:
+        resource = self.scope_resource(partition)
+
+        def take(conn: Connection) -> int:
+            fence = fencing.take_scope(
+                conn, resource, owner=self.owner, generation=self.generation, force=force
+            )
+            return fence.epoch
+
+        # One attempt: this runs inside the group's rebalance callback, which must end
+        # within the rebalance timeout (a member that overstays is thrown out, and the
+        # group rebalances again); a partition whose row a paused ex-owner still locks is
+        # left unscoped and taken by the next sweep, after its session was ended.
+        epoch = self._with_retries(take, resource, attempts=1)
+        log.info(
+            "table.partition_taken",
+            extra={"partition": partition, "epoch": epoch, "generation": self.generation},
+        )
         return Fence(resource, epoch)
+
+    async def _take_scopes(self, partitions: Iterable[int], *, force: bool = False) -> None:
+        """Take the scope of each of ``partitions`` (assigned here, none held yet). One
+        refused as of an older generation waits in :attr:`refused`; one the database
+        failed stays unscoped, retried by the sweep."""
+        for partition in sorted(partitions):
+            if partition not in self.assigned or partition in self.scopes:
+                continue
+            if partition in self._taking:  # the assignment and the sweep: one take at once
+                continue
+            self._taking.add(partition)
+            try:
+                scope = await asyncio.to_thread(self._take_scope, partition, force=force)
+                if partition in self.assigned:  # (not revoked while it was being taken)
+                    self.scopes[partition] = scope
+                self.refused.pop(partition, None)
+            except StaleGenerationError as exc:
+                self.refused[partition] = exc.generation
+                log.error(
+                    "table.partition_refused", extra={"partition": partition, "error": str(exc)}
+                )
+            except Exception as exc:
+                log.warning(
+                    "table.partition_take_failed",
+                    extra={"partition": partition, "error": str(exc)},
+                )
+            finally:
+                self._taking.discard(partition)
 
     async def on_assigned(self, partitions: Iterable[int]) -> int:
         """Own the tables of ``partitions``: rebuild every unfinished one (taking its
@@ -171,6 +280,10 @@ class PartitionOwnership:
         new = set(partitions) - self.assigned
         self.assigned |= new
         self.unloaded |= new
+        self.lost -= new  # assigned anew: this instance's again, under a new scope epoch
+        # The partitions first: from here on, no write of a previous owner of their tables
+        # is stored, whether or not this instance has loaded or written them yet.
+        await self._take_scopes(new)
         kept = await self._settle_suspended()
         loaded = await self._load_unloaded()
         log.info(
@@ -189,7 +302,10 @@ class PartitionOwnership:
         table that failed to load stay for the next sweep."""
         if not self.unloaded:
             return 0
-        todo, loaded, failed = set(self.unloaded), 0, set()
+        todo = {p for p in self.unloaded if self.holds_partition(p)}
+        if not todo:
+            return 0
+        loaded, failed = 0, set()
         try:
             ids = await (self._live_ids() if self._live_ids else self._stored_live_ids())
         except Exception as exc:
@@ -218,6 +334,10 @@ class PartitionOwnership:
         gone = set(partitions) & self.assigned
         self.assigned -= gone
         self.unloaded -= gone
+        for partition in gone:
+            self.scopes.pop(partition, None)
+            self.refused.pop(partition, None)
+            self.lost.discard(partition)
         dropped = 0
         now = time.monotonic()
         for table_id in list(self.manager.tables):
@@ -281,6 +401,7 @@ class PartitionOwnership:
         await self._settle_suspended(older_than=SUSPEND_GRACE_S)
         if not self.assigned:
             return 0
+        await self._retake_scopes()
         loaded = await self._load_unloaded()
         ids = await asyncio.to_thread(self._untaken_live_ids)
         for table_id in ids:
@@ -291,6 +412,24 @@ class PartitionOwnership:
         if loaded:
             log.info("table.swept", extra={"tables": loaded})
         return loaded
+
+    async def _retake_scopes(self) -> None:
+        """Take the scopes of assigned partitions still without one: those the database
+        failed (again), and those refused as of an older generation once the group
+        coordinator confirmed this instance's generation is the current one (then the
+        stored generation is of a former incarnation of the group: taken with ``force``).
+        Never a lost partition: only a new assignment gives it back."""
+        pending = self.assigned - set(self.scopes) - self.lost
+        failed = pending - set(self.refused)
+        if failed:
+            await self._take_scopes(failed)
+        refused = pending & set(self.refused)
+        if refused and self.verify_generation is not None and await self.verify_generation():
+            log.warning(
+                "table.generation_confirmed",
+                extra={"partitions": sorted(refused), "generation": self.generation},
+            )
+            await self._take_scopes(refused, force=True)
 
     async def sweep_forever(self, stopping: asyncio.Event, interval_s: float = 1.0) -> None:
         """:meth:`sweep` every ``interval_s`` until ``stopping`` (a background task)."""
@@ -324,6 +463,21 @@ class OwnershipListener(ConsumerRebalanceListener):  # type: ignore[misc]
     def __init__(self, ownership: PartitionOwnership, topic: str) -> None:
         self.ownership = ownership
         self.topic = topic
+        self._consumer: Any = None
+
+    def bind(self, consumer: Any) -> None:
+        """The consumer this listener's group runs on (``KafkaBus.consume_batches``): the
+        generation of each assignment is read from it, and a commit under it proves the
+        generation is current."""
+        self._consumer = consumer
+        self.ownership.verify_generation = self._verify_generation
+
+    async def _verify_generation(self) -> bool:
+        from electric_eventlog.kafka import commit_under_generation
+
+        if self._consumer is None:
+            return False
+        return await commit_under_generation(self._consumer, self.topic)
 
     def _mine(self, partitions: Iterable[TopicPartition]) -> list[int]:
         return sorted(tp.partition for tp in partitions if tp.topic == self.topic)
@@ -334,6 +488,10 @@ class OwnershipListener(ConsumerRebalanceListener):  # type: ignore[misc]
 
     async def on_partitions_assigned(self, assigned: Iterable[TopicPartition]) -> None:
         """Own (fence, rebuild, drive) the tables of the assigned partitions."""
+        if self._consumer is not None:
+            from electric_eventlog.kafka import group_generation
+
+            self.ownership.generation = group_generation(self._consumer)
         await self.ownership.on_assigned(self._mine(assigned))
 
 
@@ -392,7 +550,11 @@ async def own_by_partitions(
     physical = bus.kafka_name(topic)
     count = len(await topic_partitions(bus.bootstrap_servers, physical)) or partitions_for(topic)
     ownership = PartitionOwnership(
-        manager, path.engine, owner=owner or path.instance_id, partitions=count
+        manager,
+        path.engine,
+        owner=owner or path.instance_id,
+        partitions=count,
+        scope_prefix=f"partition-{physical}-",
     )
     manager.fencer = ownership.fence_for
     bus.set_rebalance_listener(

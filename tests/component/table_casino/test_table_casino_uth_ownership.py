@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import electric_domain.casino.thb.events as thb
 import pytest
 from electric.table.v1 import casino_events_pb2 as cev
 from electric_clients.wallet import WalletClient
@@ -113,6 +114,12 @@ async def _uth_scenario(engine: Engine, wallet: wallet_kit.Env) -> None:
             repo.take_seat(conn, TABLE, player, "uth", seat, f"s-{player}")
     part = uth_partition(TABLE, PARTS)
     others = [p for p in range(PARTS) if p != part]
+    # Another UTH table of the same partition, seated (so hosted by whoever owns it).
+    sibling = next(
+        n for n in (f"uth-{k}" for k in range(2, 500)) if uth_partition(n, PARTS) == part
+    )
+    with engine.begin() as conn:
+        repo.take_seat(conn, sibling, "dan", "uth", 1, "s-dan")
     async with (
         instance(engine, "instance-a", wallet.target, stopping) as a,
         instance(engine, "instance-b", wallet.target, stopping) as b,
@@ -155,8 +162,15 @@ async def _uth_scenario(engine: Engine, wallet: wallet_kit.Env) -> None:
         assert TABLE not in a.uth.tables and t_a.disowned and TABLE in a.uth.lost
         with pytest.raises(Unavailable):  # A does not take it back while it is lost
             await a.uth.table(TABLE)
+        # Nor any other table of the partition, though A never wrote to it and still
+        # believes the partition is its own (issue 28: it took such tables back before).
+        await a.uth.disown(sibling)
+        with pytest.raises(Unavailable, match="moving"):
+            await a.uth.table(sibling)
+        assert not a.ownership.holds_partition(part) and part in a.ownership.lost
         with engine.connect() as conn:
             assert current(conn, uth_resource(TABLE)) == (2, "instance-b")
+            assert current(conn, uth_resource(sibling)) == (2, "instance-b")
 
         # The same request through the owner is placed (A stored no answer for it).
         await b.uth.place("ben", TABLE, "ante", 700, "r-ben")
@@ -306,3 +320,67 @@ async def _run_stale(url: str, tmp_path: Path) -> None:
 
 def test_a_replaced_uth_copy_fenced_leaves_the_hosted_one(backend: Backend, tmp_path: Path) -> None:
     asyncio.run(_run_stale(backend.url, tmp_path))
+
+
+async def _thb_paused_scenario(engine: Engine, wallet: wallet_kit.Env) -> None:
+    """THB has no owner (any instance serves a round; docs/scaling.md "Casino tables"): what
+    fences a paused instance is the round's stream version, checked in the append's
+    transaction. A's Decide is paused between its wallet reservation and its append; the
+    player's retry (same request id) is served by B meanwhile, and the player goes on. A
+    resumes: its append fails (ABORTED), nothing of it is stored, and the reservation it made
+    is the very one B's bet holds (same transfer id: reserved once)."""
+    stopping = asyncio.Event()
+    with engine.begin() as conn:
+        repo.take_seat(conn, "thb-1", "ann", "thb", 1, "s-ann")
+    async with (
+        instance(engine, "instance-a", wallet.target, stopping) as a,
+        instance(engine, "instance-b", wallet.target, stopping) as b,
+    ):
+        round_id = await a.handlers.deal("ann", "thb-1", 500, "deal-1")
+        paused, resume = asyncio.Event(), asyncio.Event()
+        real_reserve = a.handlers._reserve
+
+        async def reserve_then_pause(bets: list[repo.BetRow]) -> None:
+            await real_reserve(bets)
+            paused.set()
+            await resume.wait()  # SIGSTOP: the append has not run
+
+        a.handlers._reserve = reserve_then_pause  # type: ignore[method-assign]
+        in_flight = asyncio.create_task(
+            a.handlers.decide("ann", round_id, thb.CallFlop(NOW), "call-1")
+        )
+        await asyncio.wait_for(paused.wait(), 10)
+        await b.handlers.decide("ann", round_id, thb.CallFlop(NOW), "call-1")  # the retry
+        await b.handlers.decide("ann", round_id, thb.Check(NOW), "check-1")  # and on
+        store = b.handlers.store
+        with engine.connect() as conn:
+            before = [e.event_id for e in store.read_stream(conn, casino_stream(round_id))]
+        resume.set()
+        with pytest.raises(Aborted, match="changed concurrently"):
+            await in_flight
+        with engine.connect() as conn:
+            after = store.read_stream(conn, casino_stream(round_id))
+            flop_bets = [x for x in repo.bets(conn, round_id) if x.spot == "flop"]
+        assert [e.event_id for e in after] == before  # nothing of A's stored
+        assert sum(isinstance(store.decode(e), cev.CasinoBetPlaced) for e in after) == 2
+        assert [x.bet_id for x in flop_bets] == [records.bet_id(round_id, "flop")]
+        assert await txn(wallet, flop_bets[0].bet_id) == PENDING
+        # ante + flop reserved once each, nothing else.
+        assert (await wallet_kit.balance(wallet, "ann")).balance == 10_000 - 500 - 1000
+        stopping.set()
+
+
+async def _run_thb_paused(url: str, tmp_path: Path) -> None:
+    engine = migrated(url)
+    try:
+        async with wallet_kit.serve_wallet(f"sqlite:///{tmp_path}/wallet.db") as wallet:
+            await wallet_kit.deposit(wallet, "ann", 10_000)
+            await _thb_paused_scenario(engine, wallet)
+    finally:
+        engine.dispose()
+
+
+def test_a_paused_thb_decision_stores_nothing_after_another_instance_served_it(
+    backend: Backend, tmp_path: Path
+) -> None:
+    asyncio.run(_run_thb_paused(backend.url, tmp_path))

@@ -1,38 +1,102 @@
-"""Fencing between processes (issue 17, "a fencing test"): three table-service processes with
-``ELECTRIC_TABLE_OWNERSHIP=partitions`` on one PostgreSQL database and Kafka. The instance A
-owning the most tables is stopped with SIGSTOP; the consumer group moves its partitions to
-B and C, which take the tables' epochs and drive them on. Then B and C are stopped and A is
-resumed, so A is the ONLY table process running: its tables' timers are long overdue and it
-tries to write at once. The store shows no write after the move: every moved table whose
-fence still names its new owner has exactly the stream it had when B and C stopped, while A
+"""Fencing between processes (issue 17, "a fencing test"; issue 28 item 3): three
+table-service processes with ``ELECTRIC_TABLE_OWNERSHIP=partitions`` on one PostgreSQL
+database and Kafka. The instance A owning the most tables is sent an Act for each of its
+tables and stopped with SIGSTOP at once, so it holds Acts in flight; the consumer group moves
+its partitions to B and C, which take the partitions and the tables' epochs and drive them
+on. Then B and C are stopped and A is resumed, so A is the ONLY table process running: its
+tables' timers are long overdue, its Acts in flight go on, and the players retry them (same
+request ids) and send new ones, straight to A. The store shows no write after the move:
+every moved table has exactly the stream and the fence it had when B and C stopped, while A
 logged its refused writes (fenced, or failed on a lock the stopped B or C holds: either way
-nothing stored). B and C resume and the tables go on.
+nothing stored). Before issue 28's fix A took the tables back at the retried Acts (the
+partition it still believed its own) and appended ActionTaken to them. B and C resume and
+the tables go on.
 
-No bots: the players never act, every turn ends on the action timer, so each table writes
-every couple of seconds by itself (the driver's writes are the ones fencing must stop).
+No bots: apart from those Acts the players never act, every turn ends on the action timer,
+so each table writes every couple of seconds by itself (the driver's writes are the ones
+fencing must stop too). ``ELECTRIC_E2E_FENCING_RUNS`` (default 1) runs the whole test that
+many times (``make e2e-fencing`` runs it 5 times).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import signal
 import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+import grpc
 import pytest
+from electric.table.v1 import table_pb2, table_pb2_grpc
 from electric_eventlog import EventStore
 from electric_eventlog.kafka import KafkaBus
 from scale_fleet import StoreProbe, TableFleet, base_env
 
 from tests.support.auth import auth_env
-from tests.support.table_kit import check_stream, decode_stream, registration_messages
+from tests.support.table_kit import check_stream, decode_stream, md, registration_messages
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(420)]
 
 TABLES = 12
 PLAYERS = ("ann", "ben", "cat")
+RUNS = int(os.environ.get("ELECTRIC_E2E_FENCING_RUNS", "1"))
+
+
+def _players(table_id: str) -> list[str]:
+    return [f"{p}-{table_id[:6]}" for p in PLAYERS]
+
+
+async def _next_act(
+    address: str, table_id: str, timeout: float = 5.0
+) -> tuple[str, table_pb2.ActRequest] | None:
+    """The seated player whose turn it is at ``table_id`` (asking ``address``) and a legal
+    Act for them (check, else call, else fold); None when nobody is to act."""
+    async with grpc.aio.insecure_channel(address) as ch:
+        stub = table_pb2_grpc.TableServiceStub(ch)
+        for player in _players(table_id):
+            view = (
+                await stub.GetTable(
+                    table_pb2.GetTableRequest(table_id=table_id),
+                    metadata=md(player),
+                    timeout=timeout,
+                )
+            ).table
+            legal = {a.type for a in view.legal_actions}
+            if not legal:
+                continue
+            action = next(
+                a
+                for a in (
+                    table_pb2.ACTION_TYPE_CHECK,
+                    table_pb2.ACTION_TYPE_CALL,
+                    table_pb2.ACTION_TYPE_FOLD,
+                )
+                if a in legal
+            )
+            return player, table_pb2.ActRequest(
+                request_id=str(uuid.uuid4()),
+                table_id=table_id,
+                hand_number=view.hand_number,
+                action_seq=view.action_seq,
+                action=action,
+            )
+    return None
+
+
+async def _act(address: str, player: str, request: table_pb2.ActRequest, timeout: float) -> str:
+    """Send ``request`` as ``player`` to ``address``; the status it ended with."""
+    async with grpc.aio.insecure_channel(address) as ch:
+        try:
+            await table_pb2_grpc.TableServiceStub(ch).Act(
+                request, metadata=md(player), timeout=timeout
+            )
+            return "OK"
+        except grpc.aio.AioRpcError as err:
+            return err.code().name
 
 
 async def _until(check: Callable[[], bool], what: str, timeout: float, fleet: TableFleet) -> float:
@@ -50,7 +114,7 @@ async def _publish_tables(kafka: str, namespace: str, ids: list[str]) -> None:
     await bus.start()
     try:
         for table_id in ids:
-            players = [f"{p}-{table_id[:6]}" for p in PLAYERS]
+            players = _players(table_id)
             # Long levels: the blinds stay small and nobody busts while the test runs.
             messages, _ = registration_messages(
                 table_id, players, action_timer_ms=1500, time_bank_ms=0, level_ms=600_000
@@ -60,8 +124,18 @@ async def _publish_tables(kafka: str, namespace: str, ids: list[str]) -> None:
         await bus.stop()
 
 
-async def test_a_paused_instance_cannot_write_to_its_moved_tables(
-    fresh_pg_url: str, kafka_bootstrap: str, tmp_path: Path
+async def _fresh_act(address: str, table_id: str) -> str:
+    """A new Act at ``table_id`` as the stale instance sees it (its own view), sent to it."""
+    try:
+        got = await _next_act(address, table_id, timeout=1.5)
+    except grpc.aio.AioRpcError as err:
+        return err.code().name
+    return "none" if got is None else await _act(address, *got, 1.5)
+
+
+@pytest.mark.parametrize("run", range(1, RUNS + 1))
+async def test_a_paused_owner_with_acts_in_flight_stores_nothing_on_its_moved_tables(
+    run: int, fresh_pg_url: str, kafka_bootstrap: str, tmp_path: Path
 ) -> None:
     namespace = f"e2e-scale-fence-{uuid.uuid4().hex[:10]}"
     env = {
@@ -98,10 +172,14 @@ async def test_a_paused_instance_cannot_write_to_its_moved_tables(
         a = fleet.by_address(max(by_owner, key=lambda k: len(by_owner[k])))
         others = [m for m in fleet.members if m is not a]
         moved = by_owner[a.address]
-        before = probe.heads(moved)
 
-        # A stops; its partitions move to B and C, which take the epochs and drive on.
+        # A is sent an Act for each of its tables and stops at once, holding them in flight.
+        acts = [got for t in moved if (got := await _next_act(a.address, t)) is not None]
+        in_flight = [asyncio.create_task(_act(a.address, p, r, 60)) for p, r in acts]
+        await asyncio.sleep(0.02)  # sent (some answered, some not yet): then A stops
         fleet.signal(a, signal.SIGSTOP)
+        before = probe.heads(moved)
+        owners = probe.owners()
         taken = {t: owners[t][0] for t in moved}
 
         def moved_and_driven() -> bool:
@@ -126,29 +204,38 @@ async def test_a_paused_instance_cannot_write_to_its_moved_tables(
         s1_owners, s1_heads = probe.owners(), probe.heads(moved)
         fleet.signal(a, signal.SIGCONT)
         try:
-            # A's timers are overdue: it writes at once and is refused. Wait for its
-            # refusals (or, at most, a few seconds: B and C must be back before their
-            # session times out, else the group would give A everything again).
+            # A's timers are overdue and its Acts in flight go on: it writes at once and is
+            # refused. The players retry (same request ids) and act anew, straight to A: the
+            # calls that made a stale owner take its tables back. All within a few seconds:
+            # B and C must be back before their session times out, else the group would
+            # give A everything again.
             deadline = time.monotonic() + 4.5
-            while time.monotonic() < deadline and a.count(tried) == tried_before:
-                await asyncio.sleep(0.1)
-            await asyncio.sleep(0.5)  # any write A could still make has had its chance
+            await asyncio.sleep(0.3)
+            calls = [asyncio.create_task(_act(a.address, p, r, 1.5)) for p, r in acts]
+            calls += [asyncio.create_task(_fresh_act(a.address, t)) for t in moved]
+            await asyncio.wait(calls, timeout=max(0.1, deadline - time.monotonic()))
             s2_owners, s2_heads = probe.owners(), probe.heads(moved)
         finally:
             for m in others:
                 fleet.signal(m, signal.SIGCONT)
         fenced = a.count(r'"table\.fenced"') - fenced_before
         attempts = a.count(tried) - tried_before
-        still_theirs = [t for t in moved if s2_owners[t] == s1_owners[t]]
+        answers = [t.result() for t in in_flight if t.done()]
         print(
-            f"A resumed alone: {attempts} write attempts failed, {fenced} of them fenced; "
-            f"{len(still_theirs)} tables checked"
+            f"\nrun {run}: {len(acts)} Acts in flight at the pause ({answers.count('OK')} of"
+            f" them answered OK before it); A resumed alone: {attempts} write attempts"
+            f" failed, {fenced} of them fenced"
         )
-        # The store: nothing appended to a table A lost while it ran alone.
-        assert still_theirs, "every moved table was taken again during the check"
-        assert {t: s2_heads[t] for t in still_theirs} == {t: s1_heads[t] for t in still_theirs}
+        # The store: nothing appended to, and no fence taken of, a table A lost, while it
+        # ran alone: not by its driver, its Acts in flight, nor the retried and new Acts.
+        assert {t: s2_owners[t] for t in moved} == {t: s1_owners[t] for t in moved}, a.log()
+        assert {t: s2_heads[t] for t in moved} == {t: s1_heads[t] for t in moved}, a.log()
         assert attempts >= 1, f"A never tried to write\n{a.log()}"
         assert a.count(r'"table\.disowned"') >= 1
+        for task in [*in_flight, *calls]:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
 
         # B and C (or A, after a new assignment) carry on: every moved table advances.
         resumed = probe.heads(moved)

@@ -51,3 +51,40 @@ def test_a_blocked_take_times_out_and_the_stale_writer_is_ended(fresh_pg_url: st
         stale.invalidate()
     finally:
         engine.dispose()
+
+
+def test_a_writer_paused_in_the_middle_of_a_pipeline_is_ended(fresh_pg_url: str) -> None:
+    """A client stopped between two statements of a psycopg pipeline (no Sync sent) leaves
+    its session 'active', reading from the client, holding its locks: here a partition's
+    fence row under a shared lock, which blocked every takeover of the partition in the
+    fencing e2e (issue 28) until ``break_stale_writers`` learnt to end such sessions."""
+    import psycopg
+
+    engine = create_engine(fresh_pg_url)
+    try:
+        migrate(engine)
+        with engine.begin() as conn:
+            scope = fencing.take_scope(conn, "partition-x-1", owner="a", generation=None)
+        dsn = engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+        paused = psycopg.connect(dsn)
+        # Its pipeline ends in an error: the session was ended under it.
+        with pytest.raises(psycopg.Error), paused.pipeline():
+            paused.execute(
+                "SELECT epoch FROM eventlog_fences WHERE resource = %s FOR SHARE",
+                (scope.resource,),
+            )
+            paused.pgconn.flush()  # sent; the client "stops" before its Sync
+            pid = paused.info.backend_pid
+            time.sleep(fencing.STALE_WRITER_S + 0.5)
+            with pytest.raises(Exception) as blocked, engine.begin() as conn:
+                fencing.take_scope(conn, scope.resource, owner="b", generation=None)
+            assert fencing.is_lock_timeout(blocked.value)
+            assert fencing.break_stale_writers(engine) == [pid]
+            with engine.begin() as conn:
+                assert (
+                    fencing.take_scope(conn, scope.resource, owner="b", generation=None).epoch == 2
+                )
+        with pytest.raises(psycopg.Error):  # its session was ended: nothing it held stays
+            paused.execute("SELECT 1")
+    finally:
+        engine.dispose()

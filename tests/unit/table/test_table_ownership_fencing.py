@@ -13,7 +13,7 @@ from electric.eventlog.v1.envelope_pb2 import Envelope
 from electric.registration.v1 import events_pb2 as registration_events
 from electric_domain.tournament import DealHand, Tick
 from electric_eventlog import EventStore, migrate, upgrade
-from electric_eventlog.fencing import current
+from electric_eventlog.fencing import FencedError, current
 from electric_platform import Aborted
 from electric_table import ownership as ownership_module
 from electric_table.consumers import on_table_filled, start_table
@@ -126,6 +126,15 @@ async def _scenario(engine: Engine) -> None:
         assert current(conn, table_stream(table_id)) == (2, "instance-b")
     assert [e.event_id for e in after] == [e.event_id for e in before]
 
+    # A, still believing the partition is its own (no revocation reached it), is asked for
+    # the table again (a retried Act): it must not take the table back. Before issue 28's
+    # fix it did (the load took epoch 3), and went on writing for a table it did not own.
+    assert await a.manager.load(table_id) is None
+    assert not a.ownership.owns(table_id) and part in a.ownership.lost
+    assert await a.ownership.sweep() == 0  # nor does its sweep
+    with engine.connect() as conn:
+        assert current(conn, table_stream(table_id)) == (2, "instance-b")
+
     # B carries on; revoking B's partition stops it there.
     await b.time_out(table_id)
     with engine.connect() as conn:
@@ -140,6 +149,88 @@ async def _scenario(engine: Engine) -> None:
 def test_a_paused_owner_cannot_write_after_its_partition_moved(backend_engine: Engine) -> None:
     _migrate(backend_engine)
     asyncio.run(_scenario(backend_engine))
+
+
+async def _fenced_from_the_assignment(engine: Engine) -> None:
+    """The epoch moves when the partition moves: B's assignment alone (B has not loaded nor
+    written the table: its load is slow) already fences A's writes, and A cannot take the
+    table back."""
+    stopping = asyncio.Event()
+    a, b = Instance(engine, "instance-a", stopping), Instance(engine, "instance-b", stopping)
+    table_id = "fenced-2"
+    _create_table(engine, a.store, table_id)
+    part = partition_for(table_id, PARTS)
+    assert await a.ownership.on_assigned([part]) == 1
+    await a.deal(table_id)
+    with engine.connect() as conn:
+        before = [e.event_id for e in a.store.read_stream(conn, table_stream(table_id))]
+
+    async def slow_load(tid: str) -> None:  # B's rebuild has not happened yet
+        return None
+
+    b.manager.load = slow_load  # type: ignore[method-assign]
+    b.ownership.generation = a.ownership.generation = None
+    assert await b.ownership.on_assigned([part]) == 0
+    assert b.ownership.holds_partition(part) and table_id not in b.manager.tables
+    with pytest.raises(Aborted, match="moved to another instance"):
+        await a.time_out(table_id)
+    await asyncio.sleep(0.05)
+    assert await a.manager.load(table_id) is None
+    with engine.connect() as conn:
+        after = [e.event_id for e in a.store.read_stream(conn, table_stream(table_id))]
+        assert current(conn, table_stream(table_id)) == (1, "instance-a")  # nobody took it
+    assert after == before
+    stopping.set()
+    await a.manager.close()
+    await b.manager.close()
+
+
+def test_the_epoch_moves_with_the_assignment_not_the_new_owners_first_write(
+    backend_engine: Engine,
+) -> None:
+    _migrate(backend_engine)
+    asyncio.run(_fenced_from_the_assignment(backend_engine))
+
+
+async def _stale_generation(engine: Engine) -> None:
+    """An assignment callback of an older group generation (its instance was paused inside
+    the rebalance) takes nothing from the newer one; once the coordinator confirms a
+    generation (the group was deleted and its generations restarted), it is taken."""
+    stopping = asyncio.Event()
+    a, b = Instance(engine, "instance-a", stopping), Instance(engine, "instance-b", stopping)
+    table_id = "generation-1"
+    _create_table(engine, a.store, table_id)
+    part = partition_for(table_id, PARTS)
+    b.ownership.generation = 8
+    assert await b.ownership.on_assigned([part]) == 1
+    a.ownership.generation = 7  # A's late callback, of the generation before
+    assert await a.ownership.on_assigned([part]) == 0
+    assert a.ownership.refused == {part: 7} and not a.ownership.owns(table_id)
+    with engine.connect() as conn:
+        assert current(conn, table_stream(table_id)) == (1, "instance-b")
+    await b.time_out(table_id)  # B is not fenced
+    answers = [False, True]
+
+    async def verify() -> bool:
+        return answers.pop(0)
+
+    a.ownership.verify_generation = verify
+    await a.ownership.sweep()  # not confirmed: still refused
+    assert a.ownership.refused == {part: 7}
+    assert await a.ownership.sweep() == 1  # confirmed current: taken, table loaded
+    assert a.ownership.refused == {} and a.ownership.owns(table_id)
+    fence_b = b.manager.tables[table_id].fence
+    assert fence_b is not None
+    with pytest.raises(FencedError), engine.begin() as conn:  # B's writes are fenced now
+        fence_b.check(conn)
+    stopping.set()
+    await a.manager.close()
+    await b.manager.close()
+
+
+def test_a_late_assignment_of_an_older_generation_takes_nothing(backend_engine: Engine) -> None:
+    _migrate(backend_engine)
+    asyncio.run(_stale_generation(backend_engine))
 
 
 def test_the_rebalance_listener_passes_only_the_registration_partitions() -> None:
@@ -325,8 +416,16 @@ async def _resume_racing_a_load(engine: Engine) -> None:
 
     inst.manager.fencer = load_fence  # type: ignore[assignment]
     inst.ownership._stream_version = resume_reads_after_the_load_took_its_epoch  # type: ignore[method-assign]
+
+    async def load_once_the_partition_is_taken() -> object:
+        # A table is taken only under its partition's fence, which the assignment takes
+        # first: the load races the resume from there.
+        while not inst.ownership.holds_partition(part):
+            await asyncio.sleep(0)
+        return await inst.manager.load(table_id)
+
     _, loaded = await asyncio.gather(
-        inst.ownership.on_assigned([part]), inst.manager.load(table_id)
+        inst.ownership.on_assigned([part]), load_once_the_partition_is_taken()
     )
     await asyncio.sleep(0.05)
     held = inst.manager.tables[table_id]

@@ -10,7 +10,8 @@ module follows it:
 
 * assigned → every UTH table of the new partitions with an open round or a seated player
   is hosted: its fence (resource ``casino-table-<id>``) is taken under this instance's
-  advertised address, THEN its round is rebuilt from its stream and its driver started;
+  advertised address and under the partition's fence (taken first, at the assignment),
+  THEN its round is rebuilt from its stream and its driver started;
 * revoked → every hosted table of those partitions is dropped (driver cancelled, watchers
   ended UNAVAILABLE, queued commands answered UNAVAILABLE);
 * every write of a table checks its fence in the write's transaction (``UthTables.tx``,
@@ -58,15 +59,14 @@ class UthOwnership:
         return uth_partition(table_id, self.ownership.partitions)
 
     def owns(self, table_id: str) -> bool:
-        """Whether ``table_id``'s partition is assigned to this instance."""
-        return self.partition(table_id) in self.ownership.assigned
+        """Whether ``table_id``'s partition is this instance's (assigned, scope held)."""
+        return self.ownership.holds_partition(self.partition(table_id))
 
     def fence_for(self, table_id: str) -> Fence:
-        """Take the table's epoch (before its rebuild); ``PermissionError`` when its
-        partition is not assigned here."""
-        if not self.owns(table_id):
-            raise PermissionError(f"UTH table {table_id} is not on a partition of this instance")
-        return self.ownership.take(uth_resource(table_id), table_id)
+        """Take the table's epoch under its partition's (before its rebuild);
+        ``PermissionError`` when the partition is not this instance's, or was taken by
+        another instance since (a stale owner takes nothing back)."""
+        return self.ownership.take(uth_resource(table_id), self.partition(table_id))
 
     async def on_assigned(self, partitions: set[int]) -> int:
         """Host the UTH tables of ``partitions``; returns how many. A table that fails to
