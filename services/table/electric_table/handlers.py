@@ -255,6 +255,7 @@ class TableHandlers:
             # Ownership moved (this instance was paused or partitioned): nothing was written;
             # stop driving the table here, the new owner carries on (docs/scaling.md).
             log.warning("table.fenced", extra={"table_id": rt.table_id, "error": str(exc)})
+            rt.fenced = True  # memory ran ahead of the log: never resumed as it is
             manager.disown_soon(rt)
             raise Aborted(f"table {rt.table_id} moved to another instance; retry") from exc
         except Exception as exc:

@@ -379,7 +379,8 @@ class PartitionOwnership:
             async with rt.lock:  # a command in flight finishes first
                 fence = await asyncio.to_thread(self.fence_for, table_id)
                 stored = await asyncio.to_thread(self._stream_version, table_id)
-                if previous is None or fence.epoch != previous.epoch + 1 or stored != rt.version:
+                moved = previous is None or fence.epoch != previous.epoch + 1
+                if moved or rt.fenced or stored != rt.version:
                     return False
                 return self.manager.resume(rt, fence)
         except Exception as exc:  # the database is away: the load that follows retries

@@ -110,6 +110,11 @@ class TableRuntime:
     #: The fencing epoch this instance holds on the table (``partitions`` ownership only,
     #: ``electric_table.ownership``); every write checks it. None: unfenced (single mode).
     fence: Fence | None = None
+    #: A write of this runtime was fenced: its aggregate applied events that are on no
+    #: stream, so it is never resumed as it is (only rebuilt from its events). Its fence
+    #: may have been refused by the partition's epoch alone, with the table's own epoch
+    #: unchanged, which the resume's epoch test cannot see (issue 28).
+    fenced: bool = False
 
     def seat_of(self, player_id: str) -> int | None:
         """0-based domain seat of ``player_id`` (None when not seated here)."""

@@ -172,14 +172,25 @@ async def _fenced_from_the_assignment(engine: Engine) -> None:
     b.ownership.generation = a.ownership.generation = None
     assert await b.ownership.on_assigned([part]) == 0
     assert b.ownership.holds_partition(part) and table_id not in b.manager.tables
+    rt_a = a.manager.tables[table_id]
     with pytest.raises(Aborted, match="moved to another instance"):
         await a.time_out(table_id)
-    await asyncio.sleep(0.05)
-    assert await a.manager.load(table_id) is None
+    # A's revocation arrives before its disown ran: the fenced runtime is suspended.
+    await a.ownership.on_revoked([part])
+    assert a.ownership.suspended[table_id][0] is rt_a
     with engine.connect() as conn:
         after = [e.event_id for e in a.store.read_stream(conn, table_stream(table_id))]
         assert current(conn, table_stream(table_id)) == (1, "instance-a")  # nobody took it
     assert after == before
+    # The partition comes back to A (B's revoked), the table's own epoch unchanged: A's
+    # aggregate holds the timeout that is on no stream, so it is rebuilt from its events,
+    # never resumed as it is (the resume's epoch test alone would have kept it).
+    await b.ownership.on_revoked([part])
+    assert await a.ownership.on_assigned([part]) == 1
+    fresh = a.manager.tables[table_id]
+    assert fresh is not rt_a and a.ownership.kept == 0
+    with engine.connect() as conn:
+        assert fresh.version == len(a.store.read_stream(conn, table_stream(table_id)))
     stopping.set()
     await a.manager.close()
     await b.manager.close()
