@@ -16,6 +16,7 @@ COPY pyproject.toml ./
 COPY protos ./protos
 COPY tools ./tools
 COPY libs ./libs
+COPY apps ./apps
 COPY services ./services
 
 # Generated code is built here, never copied from a working tree. /keys is where compose's

@@ -87,7 +87,7 @@ simulate: setup
 	$(BIN)/python -m electric_math.simulate -n $(or $(N),10000) \
 		--seed $(or $(SEED),1) --jobs $(or $(JOBS),2)
 
-## Casino math (issue 12). Full exhaustive THB + UTH enumeration; rewrites libs/electric_math/data/
+## Casino math (issue 12). Full exhaustive THB + UTH enumeration; rewrites apps/electric_math/data/
 math: setup
 	nice -n 10 $(BIN)/python -m electric_math.run
 

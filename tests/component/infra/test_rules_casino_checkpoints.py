@@ -2,7 +2,7 @@
 read (issue 15). Their behaviour is in deploy/prometheus/alerts_test.yml (promtool).
 
 - The casino z-score's per-game constants are sd / avg_stake of the exact figures
-  (libs/electric_math/data/<game>.json), for every game the table service reports.
+  (apps/electric_math/data/<game>.json), for every game the table service reports.
 - The checkpoint metrics the panel and ``CheckpointsStale`` read follow the writer: present
   (at 0) before the first checkpoint, then the signed checkpoint's position, sequence and
   time; a pass over an idle store moves the pass time only; a failing pass is counted.
@@ -51,7 +51,7 @@ def test_casino_sd_constants_are_the_exact_math() -> None:
     }
     assert set(constants) == set(GAMES), expr
     for game in GAMES:
-        doc = json.loads((ROOT / "libs/electric_math/data" / f"{game}.json").read_text())
+        doc = json.loads((ROOT / "apps/electric_math/data" / f"{game}.json").read_text())
         exact = doc["figures"]["exact"]
         sd = math.sqrt(Fraction(exact["variance"])) / float(Fraction(exact["avg_stake"]))
         assert constants[game] == pytest.approx(sd, abs=1e-5), game

@@ -2,7 +2,7 @@
 come from a real table ServiceHost (tournaments played by bots; THB and UTH rounds with a
 real wallet); with the host stopped, ``rebuild_and_compare`` finds nothing, names every
 corrupted row, and ``rebuild_projections`` restores the very rows (columns the events do not
-carry excepted, see electric_table.store.projections)."""
+carry excepted, see electric_table.projections)."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from electric.registration.v1 import casino_events_pb2 as reg_casino
 from electric.table.v1 import casino_pb2
 from electric_eventlog import EventStore, create_engine
 from electric_platform.eventpath import inprocess_bus
+from electric_table.projections import rebuild_and_compare, rebuild_projections
 from electric_table.store import tables as t
-from electric_table.store.projections import rebuild_and_compare, rebuild_projections
 from sqlalchemy import Engine, delete, insert, select, update
 
 from tests.component.table.test_table_service_grpc import running_env, until

@@ -87,14 +87,18 @@ def reimport_all(urls: dict[str, str], envelopes: dict[str, list[Any]]) -> dict[
 
 def rebuild(service: str, url: str) -> tuple[list[str], list[str]]:
     """``service``'s projections rebuilt from its events by its own
-    ``electric_<service>.store.projections`` (the wallet's ledger, registration's lobby,
-    the table service's tables and rounds, payout's prizes and wins): the differences
+    ``electric_<service>.store.projections`` (the table's: ``electric_table.projections``;
+    the wallet's ledger, registration's lobby, the table service's tables and rounds,
+    payout's prizes and wins): the differences
     between tables and events before the rebuild, and after it."""
     import importlib
 
     from electric_eventlog import EventStore, create_engine
 
-    module = importlib.import_module(f"electric_{service}.store.projections")
+    # The table service's projector sits above its store (it folds the casino's records
+    # too, and its store imports nothing above it: issue 25's layer contracts).
+    name = "projections" if service == "table" else "store.projections"
+    module = importlib.import_module(f"electric_{service}.{name}")
     engine = create_engine(url)
     try:
         events = EventStore(engine, producer=service)
@@ -116,7 +120,7 @@ def irreparable(service: str, differences: Sequence[str]) -> list[str]:
 
         return [d for d in differences if d.endswith(NEEDS_CANCEL)]
     if service == "table":
-        from electric_table.store.projections import NOT_REBUILDABLE
+        from electric_table.projections import NOT_REBUILDABLE
 
         return [d for d in differences if NOT_REBUILDABLE in d]
     return []

@@ -99,7 +99,7 @@ def test_casino_counters_start_at_zero_and_rtp_comes_from_the_math() -> None:
     for game in GAMES:
         for name in ("rounds_started", "rounds_voided", "handle_cents", "returned_cents"):
             assert _value(registry, f"electric_table_casino_{name}_total", game=game) == 0.0
-    doc = json.loads((ROOT / "libs/electric_math/data/thb.json").read_text())
+    doc = json.loads((ROOT / "apps/electric_math/data/thb.json").read_text())
     m.configure(int(doc["config_version"]))
     expected = float(doc["figures"]["rtp_total"])
     assert _value(registry, "electric_table_casino_theoretical_rtp", game="thb") == expected

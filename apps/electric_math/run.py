@@ -1,6 +1,6 @@
 """``python -m electric_math.run [--games thb,uth] [--out DIR]``: the full enumeration.
 
-Regenerates ``libs/electric_math/data/{thb,uth}.json`` (per-class strategy tables and the
+Regenerates ``apps/electric_math/data/{thb,uth}.json`` (per-class strategy tables and the
 figures). About ten minutes on two cores; a progress bar shows the boards done.
 """
 

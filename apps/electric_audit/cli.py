@@ -24,17 +24,33 @@ Subcommands:
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from collections.abc import Sequence
 from decimal import Decimal
+from typing import Any
 
 from electric_domain.cards import card_str
 from electric_domain.deck import derive_deck, verify_deck
-from electric_math import audit_math
 
-from electric_audit import commands, subcommands, trace
 from electric_audit.phh_files import replay_file
+
+#: The subcommands whose module is imported only when one of them runs (or its ``--help``
+#: is asked): those modules load SQLAlchemy, the event log and Kafka (~0.6 s), which
+#: ``replay-phh`` and ``verify-deck`` never need (issue 26: the 10,000-hand corpus replay
+#: had doubled to 2.5-3.4 s). Each module registers its own parsers (``add_parsers``);
+#: the help line here is what ``electric-audit --help`` shows without importing it, and a
+#: test checks it is the module's own.
+LAZY: dict[str, tuple[str, str]] = {
+    "math": ("electric_math.audit_math", "exact game math: electric pay table, THB, UTH"),
+    "events": ("electric_audit.commands", "decoded events, filtered, merged across sources"),
+    "verify": ("electric_audit.commands", "run every check over the sources"),
+    "trace": ("electric_audit.trace", "the causal tree of a correlation, request or event id"),
+    "tournament": ("electric_audit.subcommands", "the whole story of one tournament, checked"),
+    "round": ("electric_audit.subcommands", "the whole story of one THB or UTH round, checked"),
+    "export": ("electric_audit.subcommands", "hand histories as PHH and PokerStars-style text"),
+}
 
 
 def _stack_json(v: int | Decimal) -> str:
@@ -78,7 +94,15 @@ def verify(seed_hex: str, commitment_hex: str) -> int:
     return 0 if v.ok else 1
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _register(sub: Any, module: Any) -> None:
+    """The module's own parsers (``add_parsers`` or ``add_parser``)."""
+    add = getattr(module, "add_parsers", None) or module.add_parser
+    add(sub)
+
+
+def build_parser(command: str | None) -> tuple[argparse.ArgumentParser, Any]:
+    """The parser, with the full parsers of ``command``'s module only (its module imported
+    and returned); every other lazy subcommand is listed by name and help line."""
     parser = argparse.ArgumentParser(prog="electric-audit", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p_replay = sub.add_parser("replay-phh", help="replay PHH hands through our engine")
@@ -86,22 +110,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_verify = sub.add_parser("verify-deck", help="check a revealed deck seed")
     p_verify.add_argument("seed_hex")
     p_verify.add_argument("commitment_hex")
-    audit_math.add_parser(sub)
-    commands.add_parsers(sub)
-    trace.add_parser(sub)
-    subcommands.add_parsers(sub)
-    args = parser.parse_args(argv)
-    if args.command == "trace":
-        return trace.run(args)
-    if args.command in subcommands.COMMANDS:
-        return subcommands.run(args)
-    if args.command in commands.COMMANDS:
-        return commands.run(args)
-    if args.command == "math":
-        return audit_math.run(args)
+    wanted = LAZY[command][0] if command in LAZY else None
+    module = importlib.import_module(wanted) if wanted else None
+    if module is not None:
+        _register(sub, module)
+    for name, (module_name, help_line) in LAZY.items():
+        if module_name != wanted:
+            sub.add_parser(name, help=help_line)
+    return parser, module
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_in = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in args_in if not a.startswith("-")), None)
+    parser, module = build_parser(command)
+    args = parser.parse_args(args_in)
     if args.command == "replay-phh":
         return replay_phh(args.files)
-    return verify(args.seed_hex, args.commitment_hex)
+    if args.command == "verify-deck":
+        return verify(args.seed_hex, args.commitment_hex)
+    assert module is not None  # a lazy command: its module was imported for the parse
+    result: int = module.run(args)
+    return result
 
 
 if __name__ == "__main__":  # pragma: no cover

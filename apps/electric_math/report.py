@@ -3,7 +3,7 @@
 For an operator or a test lab: the Electric Poker pay table (E[multiplier], variance, prize
 reserve swing), THB and UTH (exact RTP, decision frequencies, 13×13 pre-flop strategy
 charts) and simulated bankroll swings. Figures come from the stored exact enumeration
-(``libs/electric_math/data``); plots are matplotlib PNGs next to ``index.html``. The output
+(``apps/electric_math/data``); plots are matplotlib PNGs next to ``index.html``. The output
 directory is not committed (default ``var/math-report``).
 """
 

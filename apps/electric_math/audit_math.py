@@ -2,7 +2,7 @@
 
 ``electric`` prints the Electric Poker pay-table math sheet (exact E[multiplier], variance,
 RTP, and the prize-reserve swing by Monte Carlo); ``thb`` and ``uth`` print the exact figures
-of the house-banked games from the stored enumeration (``libs/electric_math/data``), or
+of the house-banked games from the stored enumeration (``apps/electric_math/data``), or
 recompute them from scratch with ``--recompute`` (the full enumeration, minutes). Heavy
 modules are imported only when needed, so the rest of ``electric-audit`` stays light.
 """
