@@ -216,9 +216,15 @@ def service_error_for(error: BaseException) -> ServiceError:
     return ServiceError(generic or str(error) or code.name.lower(), code=code)
 
 
-#: PostgreSQL SQLSTATE classes of a server that is away: 08 connection exception, 57P
-#: operator intervention (admin or crash shutdown, cannot connect now: a restart).
-_AWAY_SQLSTATES = ("08", "57P")
+#: PostgreSQL SQLSTATEs of a server that is away or in trouble, not of a wrong call: 08
+#: connection exception, 57P operator intervention (admin or crash shutdown, cannot connect
+#: now: a restart), 53 insufficient resources (disk full, out of memory, too many
+#: connections), 58 system error (an I/O error: a failing or stalled disk), 57014 a query
+#: cancelled (statement timeout on a slow disk), 55P03 a lock wait that timed out (behind a
+#: stalled writer), 25P03 a transaction ended for idling (its client stalled). The same
+#: request can be retried. (Issue 28: streaming calls answered INTERNAL around a PostgreSQL
+#: restart and a slow disk.)
+_AWAY_SQLSTATES = ("08", "57P", "53", "58", "57014", "55P03", "25P03")
 
 
 def database_unavailable(error: BaseException) -> bool:
@@ -227,6 +233,10 @@ def database_unavailable(error: BaseException) -> bool:
     which clients saw as INTERNAL)."""
     if isinstance(error, sa_exc.TimeoutError):  # no pooled connection in time
         return True
+    if isinstance(error, sa_exc.PendingRollbackError):  # its connection dropped mid-way
+        return True
+    if _is_psycopg(error):  # raised by the store's own psycopg path, not wrapped
+        return _psycopg_away(error)
     if not isinstance(error, sa_exc.DBAPIError):
         return False
     if error.connection_invalidated:
@@ -238,6 +248,19 @@ def database_unavailable(error: BaseException) -> bool:
     if type(orig).__module__.startswith("psycopg"):  # refused before any server answer
         return isinstance(error, sa_exc.OperationalError)
     return getattr(orig, "sqlite_errorname", "") in ("SQLITE_BUSY", "SQLITE_LOCKED")
+
+
+def _is_psycopg(error: BaseException) -> bool:
+    return type(error).__module__.startswith("psycopg")
+
+
+def _psycopg_away(error: BaseException) -> bool:
+    """A raw psycopg error: away when its SQLSTATE says so, or when it is an
+    ``OperationalError`` without one (the connection failed before any server answer)."""
+    state = getattr(error, "sqlstate", None)
+    if isinstance(state, str):
+        return state.startswith(_AWAY_SQLSTATES)
+    return any(klass.__name__ == "OperationalError" for klass in type(error).__mro__)
 
 
 def _internal_message() -> str:

@@ -50,3 +50,35 @@ def test_a_busy_sqlite_is_unavailable_a_missing_table_is_not(tmp_path: Path) -> 
     assert service_error_for(busy).code is grpc.StatusCode.UNAVAILABLE
     assert not database_unavailable(missing)
     assert service_error_for(missing).code is grpc.StatusCode.INTERNAL
+
+
+@pytest.mark.parametrize(
+    "server_error",
+    [
+        psycopg.errors.DiskFull("could not extend file"),  # 53100
+        psycopg.errors.TooManyConnections("too many clients"),  # 53300
+        psycopg.errors.IoError("could not read block"),  # 58030
+        psycopg.errors.QueryCanceled("canceling statement due to statement timeout"),  # 57014
+        psycopg.errors.LockNotAvailable("canceling statement due to lock timeout"),  # 55P03
+        psycopg.errors.IdleInTransactionSessionTimeout("terminating connection"),  # 25P03
+    ],
+)
+def test_a_server_in_trouble_is_unavailable(server_error: Exception) -> None:
+    """A slow or full disk, a stalled writer's locks, a timed-out session: the same request
+    can be retried (issue 28: WatchTable answered INTERNAL around a slow disk)."""
+    wrapped = sa_exc.OperationalError("SELECT 1", {}, server_error)
+    assert service_error_for(wrapped).code is grpc.StatusCode.UNAVAILABLE
+    assert service_error_for(server_error).code is grpc.StatusCode.UNAVAILABLE  # raw psycopg
+
+
+def test_a_raw_psycopg_failure_is_unavailable_a_raw_constraint_is_not() -> None:
+    """The event store's pipelined path raises psycopg's own errors, not SQLAlchemy's."""
+    lost = psycopg.OperationalError("consuming input failed: server closed the connection")
+    assert service_error_for(lost).code is grpc.StatusCode.UNAVAILABLE
+    dup = psycopg.errors.UniqueViolation("duplicate key")
+    assert not database_unavailable(dup)
+    assert service_error_for(dup).code is grpc.StatusCode.INTERNAL
+    dropped = sa_exc.PendingRollbackError(
+        "Can't reconnect until invalid transaction is rolled back"
+    )
+    assert service_error_for(dropped).code is grpc.StatusCode.UNAVAILABLE
