@@ -4,7 +4,9 @@ Targets come from the services' own variables (``ELECTRIC_REGISTRATION_TARGET``,
 ``ELECTRIC_TABLE_TARGET``, ``ELECTRIC_WALLET_TARGET``); the bots need the ISSUER's private key
 (``--key FILE`` or ``ELECTRIC_AUTH_ISSUER_KEY_FILE``, e.g. ``var/keys/issuer.jwk.json`` of
 ``make run`` or of ``python -m electric_platform.keys DIR``) to mint their player tokens and
-the cashier's operator token for deposits. Prints the statistics at the end.
+the cashier's operator token for deposits. Besides the tournament bots, THB and UTH casino
+bots play as in ``make run`` (``--thb-bots``, ``--uth-bots``; 0 turns them off). Prints the
+statistics at the end.
 """
 
 from __future__ import annotations
@@ -22,6 +24,13 @@ from electric_platform.keys import SigningKey
 from electric_platform.log import configure_logging
 from electric_platform.token import ISSUER_KEY_FILE
 
+from electric_bots.casino_runner import (
+    NEVER_DECIDES_EVERY,
+    CasinoRunner,
+    CasinoRunnerConfig,
+    add_casino_options,
+    check_casino_options,
+)
 from electric_bots.runner import DEFAULT_MIX, BotRunner, BotRunnerConfig, Targets, parse_mix
 
 
@@ -43,14 +52,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"issuer's private JWK file (default ${ISSUER_KEY_FILE})",
     )
     parser.add_argument("--prefix", default=f"bot{uuid.uuid4().hex[:4]}", help="player ids")
+    add_casino_options(parser)  # the same casino bots as the embedded runner (make run)
     args = parser.parse_args(argv)
     if not args.key:
         parser.error(f"an issuer key is needed: --key FILE or ${ISSUER_KEY_FILE}")
+    check_casino_options(parser, args.thb_bots, args.uth_bots)
     key = SigningKey.from_file(args.key)
     configure_logging(cfg.log_level, cfg.log_format)
+    targets = Targets(args.registration, args.table, args.wallet)
+    casino = (
+        CasinoRunner(
+            CasinoRunnerConfig(
+                targets=targets,
+                key=key,
+                thb_bots=args.thb_bots,
+                uth_bots=args.uth_bots,
+                never_every=NEVER_DECIDES_EVERY,
+                duration=args.duration,
+                player_prefix=f"{args.prefix}-casino",
+            )
+        )
+        if args.thb_bots or args.uth_bots
+        else None
+    )
     runner = BotRunner(
         BotRunnerConfig(
-            targets=Targets(args.registration, args.table, args.wallet),
+            targets=targets,
             key=key,
             bots=args.bots,
             mix=parse_mix(args.mix) if args.mix else DEFAULT_MIX,
@@ -63,17 +90,36 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     async def run() -> None:
         loop = asyncio.get_running_loop()
+        stops = [runner.stop] + ([casino.stop] if casino is not None else [])
+
+        def stop_all() -> None:
+            for event in stops:
+                event.set()
+
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, runner.stop.set)
+            loop.add_signal_handler(sig, stop_all)
+        casino_task = asyncio.create_task(casino.run()) if casino is not None else None
         stats = await runner.run()
+        if casino is not None and casino_task is not None:
+            if args.tournaments is not None:  # the tournament budget ends the casino too
+                casino.stop.set()
+            await casino_task  # else its own duration (or a signal) ends it
         print(
             f"tables finished {len(stats.tables_finished)}, registrations {stats.registrations}, "
             f"actions {stats.actions}, stale {stats.stale_commands}, errors {stats.errors}",
             file=sys.stdout,
         )
+        if casino is not None:
+            c = casino.stats
+            print(
+                f"casino: THB rounds {c.games['thb'].rounds}, UTH rounds {c.games['uth'].rounds},"
+                f" voided {c.games['thb'].voided + c.games['uth'].voided}, errors {c.errors}",
+                file=sys.stdout,
+            )
 
     asyncio.run(run())
-    return 0 if not runner.stats.errors else 1
+    failed = runner.stats.errors or (casino is not None and casino.stats.errors)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -202,3 +202,35 @@ class CasinoRunner:
         finally:
             for channel in (channels.registration, channels.table, channels.wallet):
                 await channel.close(None)
+
+
+#: The casino bots' defaults, the same for ``make run`` and ``python -m electric_bots``.
+DEFAULT_THB_BOTS = 4
+DEFAULT_UTH_BOTS = 6
+#: A never-deciding UTH bot bets in one round out of this many (``never_every``): its
+#: decision windows run to the deadline, so auto-check and auto-fold are played too.
+NEVER_DECIDES_EVERY = 4
+
+
+def add_casino_options(parser: Any) -> None:
+    """``--thb-bots`` and ``--uth-bots`` (an ``argparse`` parser): the embedded runner's and
+    the separate-process bots' options are the same."""
+    parser.add_argument(
+        "--thb-bots",
+        type=int,
+        default=DEFAULT_THB_BOTS,
+        help=f"THB casino bots (0 = none); {DEFAULT_THB_BOTS}",
+    )
+    parser.add_argument(
+        "--uth-bots",
+        type=int,
+        default=DEFAULT_UTH_BOTS,
+        help=f"UTH casino bots at table uth-1, one in eight never decides (0 = none);"
+        f" {DEFAULT_UTH_BOTS}",
+    )
+
+
+def check_casino_options(parser: Any, thb_bots: int, uth_bots: int) -> None:
+    """Refuse negative bot counts (``parser.error`` exits)."""
+    if thb_bots < 0 or uth_bots < 0:
+        parser.error("--thb-bots/--uth-bots must be >= 0")

@@ -34,7 +34,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from electric_bots.casino_runner import CasinoRunner, CasinoRunnerConfig
+from electric_bots.casino_runner import (
+    NEVER_DECIDES_EVERY,
+    CasinoRunner,
+    CasinoRunnerConfig,
+    add_casino_options,
+    check_casino_options,
+)
 from electric_bots.runner import DEFAULT_MIX, BotRunner, BotRunnerConfig, Targets, parse_mix
 from electric_eventlog import EventBus
 from electric_platform.auth import Role, TokenSource
@@ -163,13 +169,7 @@ def parse_args(argv: Sequence[str] | None) -> RunnerOptions:
     parser.add_argument(
         "--entries", type=int, default=1, help="entries per bot registration (1-10); 1"
     )
-    parser.add_argument("--thb-bots", type=int, default=4, help="THB casino bots (0 = none); 4")
-    parser.add_argument(
-        "--uth-bots",
-        type=int,
-        default=6,
-        help="UTH casino bots at table uth-1, one in eight never decides (0 = none); 6",
-    )
+    add_casino_options(parser)
     parser.add_argument(
         "--log-file",
         default="",
@@ -180,8 +180,7 @@ def parse_args(argv: Sequence[str] | None) -> RunnerOptions:
         mix = parse_mix(ns.mix) if ns.mix else DEFAULT_MIX
     except ValueError as exc:
         parser.error(str(exc))
-    if ns.thb_bots < 0 or ns.uth_bots < 0:
-        parser.error("--thb-bots/--uth-bots must be >= 0")
+    check_casino_options(parser, ns.thb_bots, ns.uth_bots)
     if ns.bots < 0 or ns.think < 0 or ns.refresh <= 0 or not 1 <= ns.entries <= 10:
         parser.error("--bots/--think must be >= 0, --refresh > 0, --entries 1..10")
     return RunnerOptions(
@@ -359,7 +358,7 @@ async def run(options: RunnerOptions, environ: Mapping[str, str] | None = None) 
                     key=issuer_key,
                     thb_bots=options.thb_bots,
                     uth_bots=options.uth_bots,
-                    never_every=4,
+                    never_every=NEVER_DECIDES_EVERY,
                     duration=options.duration,
                 )
             )

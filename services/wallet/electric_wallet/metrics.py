@@ -62,6 +62,19 @@ KNOWN_CODES = frozenset(
 )
 
 
+#: The platform's money flows (code, debit kind, credit kind): their series exist at 0 from
+#: start-up, so a panel or alert over one (withdrawals: ``credit="operator_cash_out"``)
+#: shows 0, not "no data", before the first such transfer (issue 28 item 6).
+KNOWN_FLOWS = (
+    ("deposit", "operator_cash_in", "player_cash"),
+    ("withdrawal", "player_cash", "operator_cash_out"),
+    ("buy_in", "player_cash", "tournament_escrow"),
+    ("rake", "tournament_escrow", "house_rake"),
+    ("prize_reserve", "tournament_escrow", "prize_reserve"),
+    ("prize", "prize_reserve", "player_cash"),
+)
+
+
 def kind_name(account_id: str) -> str:
     """Lower-case account kind of ``account_id`` (``unknown`` if malformed)."""
     parsed = d.parse_account_id(account_id)
@@ -84,6 +97,9 @@ class WalletFlowMetrics:
             ["code"],
             registry=registry,
         )
+        for code, debit, credit in KNOWN_FLOWS:
+            self.cents.labels(code, debit, credit)
+            self.transfers.labels(code)
 
     def observe(self, result: Result) -> None:
         """Count ``result`` if the command just posted its transfer."""

@@ -94,7 +94,11 @@ async def test_a_sigstopped_relay_process_hands_over_after_its_lease(
             return unsent_count(conn, topic)
 
     append(store, 40, "a")
-    lease_s = 2.0
+    # 5 s, not 2: the live second relay's heartbeat (every lease / 4, a thread of its own)
+    # must not starve for a whole lease on a loaded 2-core machine, or it loses the lease
+    # to the resumed relay, correctly, and this test's "keeps publishing" fails (seen in a
+    # CI run beside a package install and mypy).
+    lease_s = 5.0
     frozen = subprocess.Popen(
         [
             sys.executable,

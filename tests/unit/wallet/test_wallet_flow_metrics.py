@@ -113,3 +113,55 @@ def test_posted_transfers_are_counted_once_by_code_and_kind(tmp_path: Path) -> N
     # The counters agree with the ledger: cash-in is exactly minus the deposits, etc.
     assert wallet.account("house:rake").posted == 35
     assert wallet.account("house:prize_reserve").posted == 465 - 1_000
+
+
+def test_every_flow_a_panel_or_alert_reads_exists_at_zero_from_start_up() -> None:
+    """A series the dashboard or an alert selects (``credit="operator_cash_out"``: the
+    withdrawals panel) exists at 0 before its first transfer, so the panel shows 0, not "no
+    data" (issue 28 item 6). Read from the dashboard and the alert rules themselves."""
+    import json
+    import re
+
+    root = Path(__file__).resolve().parents[3]
+    texts = [p.read_text() for p in (root / "deploy/grafana/dashboards").glob("*.json")]
+    texts.append((root / "deploy/prometheus/alerts.yml").read_text())
+    exprs = [
+        e["expr"]
+        for t in texts[:-1]
+        for e in _targets(json.loads(t))
+        if "electric_wallet_posted" in e.get("expr", "")
+    ] + [texts[-1]]
+    wanted = set()
+    for text in exprs:
+        for name, body in re.findall(r"(electric_wallet_posted_\w+_total)\{([^}]*)\}", text):
+            pairs = re.findall(r'(\w+)\s*=\s*\\?"([^"\\]+)\\?"', body)
+            if pairs:
+                wanted.add((name, tuple(sorted(pairs))))
+    assert len(wanted) >= 7, wanted  # the selectors were found (the test can fail)
+    registry = CollectorRegistry()
+    WalletFlowMetrics(registry)
+    samples = [
+        (s.name, s.labels, s.value)
+        for metric in registry.collect()
+        for s in metric.samples
+        if s.name.endswith("_total")
+    ]
+    for name, pairs in sorted(wanted):
+        hits = [
+            v for n, labels, v in samples if n == name and dict(pairs).items() <= labels.items()
+        ]
+        assert hits == [0.0] * len(hits) and hits, (name, pairs)
+
+
+def _targets(node: object) -> list[dict[str, str]]:
+    """Every ``targets`` entry of a Grafana dashboard (panels nest in rows)."""
+    found: list[dict[str, str]] = []
+    if isinstance(node, dict):
+        found.extend(t for t in node.get("targets", []) if isinstance(t, dict))
+        for value in node.values():
+            if isinstance(value, dict | list):
+                found.extend(_targets(value))
+    elif isinstance(node, list):
+        for value in node:
+            found.extend(_targets(value))
+    return found
