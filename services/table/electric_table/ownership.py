@@ -87,6 +87,9 @@ class PartitionFollower(Protocol):
     async def on_revoked(self, partitions: set[int]) -> int:
         """Stop owning what lives on ``partitions``; returns how many were dropped."""
 
+    async def sweep(self) -> None:
+        """Settle what a revocation left waiting for an assignment that never came."""
+
 
 #: Lock-timeout retries of a takeover (each waits ``fencing.LOCK_TIMEOUT_MS``).
 TAKE_ATTEMPTS = 10
@@ -400,6 +403,8 @@ class PartitionOwnership:
         took are left alone: they move only with an assignment (``on_assigned``), so a
         resumed stale instance never takes a table back by sweeping."""
         await self._settle_suspended(older_than=SUSPEND_GRACE_S)
+        for follower in self.followers:
+            await follower.sweep()
         if not self.assigned:
             return 0
         await self._retake_scopes()

@@ -56,6 +56,7 @@ class Instance:
     ownership: PartitionOwnership
     manager: TableManager
     wallet: WalletClient
+    uth_ownership: UthOwnership
 
     async def close(self) -> None:
         await self.uth.close()
@@ -76,8 +77,7 @@ async def instance(
         engine, store, wallet, config, CasinoMetrics(CollectorRegistry()), now_ms=lambda: NOW
     )
     uth = UthTables(handlers, config, pause_ms=0, stopping=stopping)
-    UthOwnership(uth, ownership)
-    inst = Instance(handlers, uth, ownership, manager, wallet)
+    inst = Instance(handlers, uth, ownership, manager, wallet, UthOwnership(uth, ownership))
     try:
         yield inst
     finally:
@@ -179,11 +179,14 @@ async def _uth_scenario(engine: Engine, wallet: wallet_kit.Env) -> None:
         ben_bets = [x for x in repo_bets(engine, round_id) if x.player_id == "ben"]
         assert ben_bets and [await txn(wallet, x.bet_id) for x in ben_bets] == [PENDING] * 2
 
-        # Revocation drops the table at B; it comes back to A with the next assignment.
+        # Revocation suspends the table at B (not driven, not served: its watchers wait);
+        # the next assignment, without the partition, drops it; it comes back to A.
         assert await b.ownership.on_revoked({part}) == 0  # (tournament tables: none)
-        assert TABLE not in b.uth.tables and t_b.disowned
+        assert TABLE not in b.uth.tables and t_b.suspended and not t_b.disowned
         with pytest.raises(Unavailable):
             await b.uth.table(TABLE)
+        await b.ownership.on_assigned(others)
+        assert t_b.disowned and not b.uth_ownership.suspended
         await a.ownership.on_revoked(set(range(PARTS)))  # A's own (late) revocation
         await a.ownership.on_assigned([part])
         t_a2 = a.uth.tables[TABLE]
@@ -295,6 +298,8 @@ async def _stale_copy_scenario(engine: Engine, wallet: wallet_kit.Env) -> None:
         await a.ownership.on_assigned([part])
         old = a.uth.tables[TABLE]
         await a.ownership.on_revoked([part])
+        # A copy left behind (as when its resume failed): the assignment hosts a new one.
+        a.uth_ownership.suspended.clear()
         await a.ownership.on_assigned([part])
         new = a.uth.tables[TABLE]
         assert new is not old and new.fence is not None and new.fence.epoch == 2
@@ -384,3 +389,63 @@ def test_a_paused_thb_decision_stores_nothing_after_another_instance_served_it(
     backend: Backend, tmp_path: Path
 ) -> None:
     asyncio.run(_run_thb_paused(backend.url, tmp_path))
+
+
+async def _kept_scenario(engine: Engine, wallet: wallet_kit.Env) -> None:
+    """A rebalance that gives the partition back (Kafka's eager protocol revokes every
+    partition, then assigns): the UTH table is the same object afterwards, never dropped, so
+    its watchers see no error; its round goes on (a bet placed during the rebalance is
+    refused UNAVAILABLE, its retry after it is placed); its epoch moved on (issue 28 item 4).
+    Before, every rebalance dropped the table and ended its watchers."""
+    stopping = asyncio.Event()
+    with engine.begin() as conn:
+        for seat, player in enumerate(PLAYERS, start=1):
+            repo.take_seat(conn, TABLE, player, "uth", seat, f"s-{player}")
+    part = uth_partition(TABLE, PARTS)
+    everything = set(range(PARTS))
+    async with instance(engine, "instance-a", wallet.target, stopping) as a:
+        await a.ownership.on_assigned(everything)
+        t = a.uth.tables[TABLE]
+        async with t.lock:
+            await a.uth.open_next(t, PLAYERS, NOW)
+        assert t.book is not None
+        round_id = t.book.round_id
+        await a.uth.place("ann", TABLE, "ante", 500, "r-ann")
+        watching = t.changed
+        assert t.fence is not None
+        epoch = t.fence.epoch
+
+        await a.ownership.on_revoked(everything)
+        assert t.suspended and not t.disowned and TABLE not in a.uth.tables
+        with pytest.raises(Unavailable):  # during the rebalance: retry
+            await a.uth.place("ben", TABLE, "ante", 700, "r-ben")
+        await a.ownership.on_assigned(everything)
+        assert a.uth.tables[TABLE] is t and a.uth_ownership.kept == 1
+        assert not t.suspended and not t.disowned and watching.is_set()  # woken, not ended
+        assert t.fence is not None and t.fence.epoch == epoch + 1
+        assert t.book is not None and t.book.round_id == round_id  # the same round
+        await a.uth.place("ben", TABLE, "ante", 700, "r-ben")  # the retry is placed
+        assert stored(engine, round_id)[1] == ["ann", "ben"]
+
+        # Revoked and the next assignment goes without the partition: dropped, watchers told.
+        await a.ownership.on_revoked(everything)
+        await a.ownership.on_assigned(everything - {part})
+        assert t.disowned and TABLE not in a.uth.tables
+        stopping.set()
+
+
+async def _run_kept(url: str, tmp_path: Path) -> None:
+    engine = migrated(url)
+    try:
+        async with wallet_kit.serve_wallet(f"sqlite:///{tmp_path}/wallet.db") as wallet:
+            for p in PLAYERS:
+                await wallet_kit.deposit(wallet, p, 10_000)
+            await _kept_scenario(engine, wallet)
+    finally:
+        engine.dispose()
+
+
+def test_a_uth_table_given_back_by_a_rebalance_goes_on_as_it_is(
+    backend: Backend, tmp_path: Path
+) -> None:
+    asyncio.run(_run_kept(backend.url, tmp_path))

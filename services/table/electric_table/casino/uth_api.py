@@ -112,7 +112,8 @@ class UthApi:
         principal = current_principal()
         t = await self.uth.table(request.table_id)
         while not self._stopping.is_set():
-            t.check_owned()
+            if t.disowned:  # dropped here (moved): UNAVAILABLE, reconnect; a table only
+                t.check_owned()  # suspended by a rebalance keeps its watchers
             changed = t.changed
             view = await self.table_view(t, principal.subject)
             yield casino_pb2.WatchCasinoTableResponse(view=view)

@@ -38,6 +38,10 @@ class LiveTable:
     #: Dropped here (its partition moved, or a write was fenced): nothing more is written
     #: through this object; its watchers end with UNAVAILABLE and reconnect.
     disowned: bool = False
+    #: Its partition was revoked by a rebalance and the assignment that follows has not
+    #: said yet whether it stays here (``uth_ownership``): not driven, commands answered
+    #: UNAVAILABLE (retry), watchers kept; resumed as it is, or dropped.
+    suspended: bool = False
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -54,9 +58,12 @@ class LiveTable:
         return self.round is not None and not self.round.finished
 
     def check_owned(self) -> None:
-        """UNAVAILABLE (retry: it reaches the new owner) once the table was dropped here."""
+        """UNAVAILABLE (retry: it reaches the new owner) once the table was dropped here, or
+        while a rebalance decides where it goes."""
         if self.disowned:
             raise Unavailable(f"UTH table {self.table_id} moved to another instance; retry")
+        if self.suspended:
+            raise Unavailable(f"UTH table {self.table_id} is being reassigned; retry")
 
     def seat_of(self, player_id: str) -> int | None:
         if self.round is None:

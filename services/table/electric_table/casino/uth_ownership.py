@@ -12,8 +12,14 @@ module follows it:
   is hosted: its fence (resource ``casino-table-<id>``) is taken under this instance's
   advertised address and under the partition's fence (taken first, at the assignment),
   THEN its round is rebuilt from its stream and its driver started;
-* revoked → every hosted table of those partitions is dropped (driver cancelled, watchers
-  ended UNAVAILABLE, queued commands answered UNAVAILABLE);
+* revoked → every hosted table of those partitions is **suspended** (driver cancelled,
+  commands answered UNAVAILABLE, watchers kept), not dropped: Kafka's eager protocol revokes
+  every partition at each rebalance and most come back to the same member. The assignment
+  that follows resumes it as the same object (its epoch taken again, its round re-read from
+  the store, its driver restarted: the round goes on and its watchers see no error), or
+  drops it when its partition went elsewhere (watchers ended UNAVAILABLE: they reconnect to
+  the new owner). A revocation no assignment follows is settled by the sweep after
+  ``ownership.SUSPEND_GRACE_S`` (issue 28 item 4);
 * every write of a table checks its fence in the write's transaction (``UthTables.tx``,
   the intents, the refusals, the void of an unreplayable round): an instance that lost the
   table while paused stores nothing (ABORTED) and drops the table.
@@ -25,10 +31,14 @@ and appends at the expected version), so any instance serves it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import time
 
 from electric_eventlog.fencing import Fence
 
+from electric_table import ownership as ownership_module
+from electric_table.casino.uth_live import LiveTable
 from electric_table.casino.uth_tables import UthTables
 from electric_table.ownership import PartitionOwnership, partition_of_key
 
@@ -51,6 +61,9 @@ class UthOwnership:
     def __init__(self, uth: UthTables, ownership: PartitionOwnership) -> None:
         self.uth = uth
         self.ownership = ownership
+        #: Tables of revoked partitions, kept until the next assignment (and since when).
+        self.suspended: dict[str, tuple[LiveTable, float]] = {}
+        self.kept = 0  # tables resumed as they were after a rebalance (tests, logs)
         uth.owns = self.owns
         uth.fencer = self.fence_for
         ownership.followers.append(self)
@@ -72,6 +85,7 @@ class UthOwnership:
         """Host the UTH tables of ``partitions``; returns how many. A table that fails to
         load (the database is away) is retried by ``casino-uth-tables`` every 2 s."""
         self.uth.lost = {t for t in self.uth.lost if self.partition(t) not in partitions}
+        await self.settle()
         names = await asyncio.to_thread(self.uth.known_tables)
         hosted = 0
         for name in names:
@@ -88,15 +102,79 @@ class UthOwnership:
         return hosted
 
     async def on_revoked(self, partitions: set[int]) -> int:
-        """Drop the hosted UTH tables of ``partitions``; returns how many."""
-        dropped = 0
+        """Suspend the hosted UTH tables of ``partitions`` until the next assignment;
+        returns how many."""
+        held = 0
         for name in list(self.uth.tables):
-            if self.partition(name) in partitions and await self.uth.disown(name):
-                dropped += 1
-        log.info(
-            "uth.partitions_revoked", extra={"partitions": sorted(partitions), "tables": dropped}
-        )
-        return dropped
+            if self.partition(name) in partitions:
+                t = await self._suspend(name)
+                if t is not None:
+                    self.suspended[name] = (t, time.monotonic())
+                    held += 1
+        log.info("uth.partitions_revoked", extra={"partitions": sorted(partitions), "tables": held})
+        return held
+
+    async def _suspend(self, name: str) -> LiveTable | None:
+        t = self.uth.tables.pop(name, None)
+        if t is None:
+            return None
+        t.suspended = True
+        task, t.task = t.task, None
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        return t
+
+    async def settle(self, *, older_than: float = 0.0) -> int:
+        """Resume each suspended table whose partition is this instance's again; drop the
+        others (``older_than``: only those suspended at least that long, the sweep's grace
+        for a revocation no assignment followed). Returns how many were resumed."""
+        kept = 0
+        for name, (t, since) in list(self.suspended.items()):
+            if time.monotonic() - since < older_than:
+                continue
+            del self.suspended[name]
+            if self.owns(name) and await self._resume(t):
+                kept += 1
+            else:
+                self._drop(t)
+        self.kept += kept
+        return kept
+
+    async def _resume(self, t: LiveTable) -> bool:
+        """Host ``t`` again as the same object: its epoch taken again, its round re-read
+        from the store (a write its cancelled driver left committed, or another owner's
+        meanwhile, is then in memory too), its driver restarted. False when it cannot be
+        (the partition moved on, the database is away, or a copy was loaded meanwhile)."""
+        try:
+            async with t.lock:
+                t.fence = await asyncio.to_thread(self.fence_for, t.table_id)
+                await self.uth._reload(t)
+                if self.uth.tables.get(t.table_id) not in (None, t):
+                    return False
+                t.suspended = False
+                self.uth.tables[t.table_id] = t
+                if self.uth.start_driver is not None and not t.broken:
+                    t.task = self.uth.start_driver(t)
+        except Exception as exc:
+            log.warning("uth.resume_failed", extra={"table_id": t.table_id, "error": str(exc)})
+            return False
+        t.notify()
+        log.info("uth.resumed", extra={"table_id": t.table_id, "version": t.version})
+        return True
+
+    def _drop(self, t: LiveTable) -> None:
+        """``t`` stays another instance's (or was replaced here): its watchers end."""
+        t.suspended = False
+        t.disowned = True
+        t.notify()
+        log.info("uth.disowned", extra={"table_id": t.table_id, "version": t.version})
+
+    async def sweep(self) -> None:
+        """Drop the tables of a revocation that no assignment followed (the member left
+        the group), after the grace."""
+        await self.settle(older_than=ownership_module.SUSPEND_GRACE_S)
 
 
 __all__ = ["UthOwnership", "uth_partition", "uth_resource"]
