@@ -29,7 +29,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, TypeVar
 
 import tenacity
@@ -243,6 +243,10 @@ class ConsumerWorker:
         self.dead_lettered = 0
         #: Messages passed over because no typed handler takes their event type.
         self.ignored = 0
+        #: The latest ``occurred_at`` among the events this worker has committed or skipped
+        #: (None before the first): how far into the producer's time it has read. A consumer
+        #: that lags is behind it (registration's casino idle expiry waits for it).
+        self.progress_at: datetime | None = None
         self._stop = asyncio.Event()
         self._typed: dict[str, tuple[type[Message], Callable[..., AfterCommit | None]]] = {}
         self._wanted: frozenset[bytes] = frozenset()
@@ -440,6 +444,10 @@ class ConsumerWorker:
 
     def _applied_one(self, envelope: Envelope, applied: bool, after: AfterCommit | None) -> None:
         """Count, log and follow up one committed (or skipped) event."""
+        if envelope.HasField("occurred_at"):
+            at = envelope.occurred_at.ToDatetime(tzinfo=UTC)
+            if self.progress_at is None or at > self.progress_at:
+                self.progress_at = at
         if applied:
             self.applied += 1
         else:

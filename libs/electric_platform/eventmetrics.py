@@ -96,6 +96,17 @@ class EventLogCollector(Collector):
         yield dead
         yield lag
 
+    def lag(self, worker: ConsumerWorker) -> int | None:
+        """Messages ``worker`` has not consumed yet, over its topics (None: not known yet,
+        e.g. before the first Kafka lag reading)."""
+        total = 0
+        for topic in worker.topics:
+            value = self._lag(worker, topic)
+            if value is None:
+                return None
+            total += value
+        return total
+
     def _lag(self, worker: ConsumerWorker, topic: str) -> int | None:
         bus = worker.bus
         if isinstance(bus, InProcessBus):

@@ -18,12 +18,12 @@ from electric_clients.wallet import WalletClient
 from electric_domain.casino.common.config import load_config
 from electric_domain.tournament import TournamentConfig, default_config
 from electric_platform.auth import service_tokens
-from electric_platform.eventmetrics import watch_consumers
+from electric_platform.eventmetrics import event_metrics, watch_consumers
 from electric_platform.eventpath import open_event_path
 from electric_platform.server import ServiceHost
 
 from electric_registration.api import RegistrationApi
-from electric_registration.casino.activity import register_activity
+from electric_registration.casino.activity import known_until, register_activity
 from electric_registration.casino.api import CasinoLobbyApi
 from electric_registration.casino.lobby import CasinoLobby, ExpirySweeper
 from electric_registration.consumers import SOURCE_TOPIC, TableStatusConsumer
@@ -75,7 +75,12 @@ async def setup(host: ServiceHost, *, config: TournamentConfig | None = None) ->
     )
     casino = CasinoLobby(path.engine, path.store, await asyncio.to_thread(load_config))
     await asyncio.to_thread(casino.ensure_tables)
-    sweeper = ExpirySweeper(casino)
+    # Idle time is judged against the table-topic consumer's progress, not the wall clock:
+    # a session is never expired over activity still in its backlog (issue 28 item 5).
+    collector = event_metrics(host)
+    sweeper = ExpirySweeper(
+        casino, known_until=known_until(consumer.worker, lambda: collector.lag(consumer.worker))
+    )
     host.add_background("casino-session-sweeper", lambda: sweeper.run(host.stopping), restart=True)
     host.add_service(
         casino_pb2.DESCRIPTOR.services_by_name["CasinoLobbyService"],

@@ -9,6 +9,9 @@ carries no table id: it refreshes the player's sessions (one per table).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import datetime
+
 from electric.eventlog.v1.envelope_pb2 import Envelope
 from electric.table.v1 import casino_events_pb2 as tc
 from electric_clients.convert import utc_datetime
@@ -45,3 +48,24 @@ def register_activity(worker: ConsumerWorker) -> None:
     worker.on(tc.CasinoRoundStarted, _started)
     worker.on(tc.CasinoBetPlaced, _bet)
     worker.on(tc.CasinoDecisionMade, _decided)
+
+
+def known_until(
+    worker: ConsumerWorker, lag: Callable[[], int | None]
+) -> Callable[[datetime], datetime | None]:
+    """Up to when the table service's casino activity has reached registration, for the idle
+    expiry (issue 28 item 5: six active THB players were expired while this consumer lagged
+    in a chaos run): ``now`` when ``worker`` has nothing left to read; else the time of the
+    latest event it has read, so a session is judged idle only over time whose activity has
+    been read; None (no expiry yet) when it lags and has read nothing, or its lag is not
+    known yet."""
+
+    def until(now: datetime) -> datetime | None:
+        behind = lag()
+        if behind == 0:
+            return now
+        if behind is None or worker.progress_at is None:
+            return None
+        return min(now, worker.progress_at)
+
+    return until

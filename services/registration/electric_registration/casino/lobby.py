@@ -198,10 +198,12 @@ class CasinoLobby:
             repo.touch(conn, s)
             return s
 
-    def sweep(self) -> list[Session]:
+    def sweep(self, until: datetime | None = None) -> list[Session]:
         """Release every session idle for 20 minutes at the clock's now (IDLE_EXPIRED), each
-        in its own transaction and only if it is still idle (a touch in between wins)."""
-        now = self.clock()
+        in its own transaction and only if it is still idle (a touch in between wins).
+        ``until``: the time up to which activity is known (``activity.known_until``): idle
+        time is counted only up to it, never over activity still unread."""
+        now = self.clock() if until is None else min(self.clock(), until)
         cutoff = now - SESSION_IDLE_LIMIT
         with self.engine.connect() as conn:
             due = expired(repo.idle_since(conn, cutoff), now)
@@ -223,15 +225,31 @@ class ExpirySweeper:
     """Background loop: :meth:`CasinoLobby.sweep`, then sleep until the next expiry (at most
     ``interval`` seconds, so activity recorded meanwhile is seen)."""
 
-    def __init__(self, lobby: CasinoLobby, *, interval: float = 30.0) -> None:
+    def __init__(
+        self,
+        lobby: CasinoLobby,
+        *,
+        interval: float = 30.0,
+        known_until: Callable[[datetime], datetime | None] | None = None,
+    ) -> None:
         self.lobby = lobby
         self.interval = interval
+        #: Up to when activity is known at the clock's now (None: the clock's now itself);
+        #: a None answer defers the sweep (``activity.known_until``).
+        self.known_until = known_until
+        self.deferred = 0  # sweeps skipped because the activity consumer's progress is unknown
         #: Called with the sessions each sweep released (metrics, tests).
         self.on_released: Callable[[list[Session]], None] = lambda _s: None
 
     async def run_once(self) -> list[Session]:
         """One sweep."""
-        released = await asyncio.to_thread(self.lobby.sweep)
+        until = None
+        if self.known_until is not None:
+            until = self.known_until(self.lobby.clock())
+            if until is None:
+                self.deferred += 1
+                return []
+        released = await asyncio.to_thread(self.lobby.sweep, until)
         if released:
             self.on_released(released)
         return released
