@@ -15,7 +15,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Sequence
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from aiokafka import (
@@ -301,20 +302,50 @@ async def topic_partitions(bootstrap_servers: str, topic: str) -> list[int]:
     return sorted(p["partition"] for p in described["partitions"])
 
 
+#: Replication of the topics the platform creates (``ensure_topics``): 1 by default (one
+#: local broker); production sets 3 (docs/running.md). With more than one replica the topics
+#: get ``min.insync.replicas`` = 2 unless ``ELECTRIC_KAFKA_MIN_INSYNC_REPLICAS`` says
+#: otherwise: with ``acks=all`` (the producer's, always) a send is acknowledged only once two
+#: brokers hold it, so losing one broker, disk and all, loses nothing acknowledged.
+REPLICATION_ENV = "ELECTRIC_KAFKA_REPLICATION_FACTOR"
+MIN_INSYNC_ENV = "ELECTRIC_KAFKA_MIN_INSYNC_REPLICAS"
+
+
+def replication_settings(environ: Mapping[str, str] | None = None) -> tuple[int, int | None]:
+    """(replication factor, min.insync.replicas or None) of the topics to create."""
+    env = os.environ if environ is None else environ
+    factor = int(env.get(REPLICATION_ENV, "").strip() or 1)
+    if factor < 1:
+        raise ValueError(f"{REPLICATION_ENV} must be >= 1, got {factor}")
+    text = env.get(MIN_INSYNC_ENV, "").strip()
+    insync = int(text) if text else (min(2, factor) if factor > 1 else None)
+    if insync is not None and not 1 <= insync <= factor:
+        raise ValueError(f"{MIN_INSYNC_ENV} must be 1..{factor}, got {insync}")
+    return factor, insync
+
+
 async def ensure_topics(
     bootstrap_servers: str,
     topics: Sequence[str],
     *,
     with_dlq: bool = True,
-    replication_factor: int = 1,
+    replication_factor: int | None = None,
     namespace: str = "",
 ) -> list[str]:
     """Create missing ``topics`` (and their ``.dlq``) with unlimited retention.
 
     Partition counts come from :data:`electric_eventlog.topics.PARTITIONS` (by the plain
     name). With a ``namespace`` the topics are created as ``<namespace>.<topic>``. Existing
-    topics are left alone. Returns the (broker) names created.
+    topics are left alone. Returns the (broker) names created. Replication: the argument,
+    else :func:`replication_settings` (``ELECTRIC_KAFKA_REPLICATION_FACTOR``).
     """
+    factor, insync = replication_settings()
+    if replication_factor is not None:
+        factor = replication_factor
+        insync = min(2, factor) if factor > 1 else None
+    configs = dict(RETENTION_CONFIG)
+    if insync is not None:
+        configs["min.insync.replicas"] = str(insync)
     plain = list(topics) + ([dlq_topic_for(t) for t in topics] if with_dlq else [])
     partitions = {namespaced(namespace, t): partitions_for(t) for t in plain}
     wanted = list(partitions)
@@ -330,8 +361,8 @@ async def ensure_topics(
                 NewTopic(
                     name=t,
                     num_partitions=partitions[t],
-                    replication_factor=replication_factor,
-                    topic_configs=dict(RETENTION_CONFIG),
+                    replication_factor=factor,
+                    topic_configs=dict(configs),
                 )
                 for t in missing
             ]

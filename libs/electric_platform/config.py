@@ -122,6 +122,22 @@ KAFKA_NAMESPACE = EnvVar(
     "value. Letters, digits, '.', '_' and '-' only.",
     per_service=False,
 )
+KAFKA_REPLICATION_FACTOR = EnvVar(
+    "ELECTRIC_KAFKA_REPLICATION_FACTOR",
+    "1",
+    "Replication factor of the Kafka topics the services create (1: one local broker). "
+    "Production: 3, on three or more brokers (docs/running.md); the topics then get "
+    "min.insync.replicas=2, so with the producers' acks=all losing a broker loses nothing "
+    "acknowledged.",
+    per_service=False,
+)
+KAFKA_MIN_INSYNC_REPLICAS = EnvVar(
+    "ELECTRIC_KAFKA_MIN_INSYNC_REPLICAS",
+    "",
+    "min.insync.replicas of the topics the services create; empty = 2 when the replication "
+    "factor is above 1, the broker's default otherwise.",
+    per_service=False,
+)
 AUTH_JWKS = EnvVar(
     "ELECTRIC_AUTH_JWKS",
     "",
@@ -274,6 +290,8 @@ ENV_VARS: tuple[EnvVar, ...] = (
     DATABASE_URL,
     KAFKA_BOOTSTRAP_SERVERS,
     KAFKA_NAMESPACE,
+    KAFKA_REPLICATION_FACTOR,
+    KAFKA_MIN_INSYNC_REPLICAS,
     AUTH_JWKS,
     AUTH_JWKS_FILE,
     AUTH_SIGNING_KEY,

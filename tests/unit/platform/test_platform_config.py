@@ -132,3 +132,20 @@ def test_env_ms_reads_a_duration_knob_or_refuses_it_by_name() -> None:
         with pytest.raises(ValueError, match=says) as info:
             env_ms("X_MS", 500, {"X_MS": bad})
         assert "X_MS" in str(info.value)
+
+
+def test_the_topic_replication_settings() -> None:
+    """``ELECTRIC_KAFKA_REPLICATION_FACTOR`` (read by the event log's ``ensure_topics``, named
+    in the platform's registry): 1 by default; 3 → min.insync.replicas 2 (issue 28)."""
+    from electric_eventlog import kafka
+    from electric_platform.config import KAFKA_MIN_INSYNC_REPLICAS, KAFKA_REPLICATION_FACTOR
+
+    assert KAFKA_REPLICATION_FACTOR.name == kafka.REPLICATION_ENV
+    assert KAFKA_MIN_INSYNC_REPLICAS.name == kafka.MIN_INSYNC_ENV
+    assert kafka.replication_settings({}) == (1, None)
+    assert kafka.replication_settings({kafka.REPLICATION_ENV: "3"}) == (3, 2)
+    both = {kafka.REPLICATION_ENV: "3", kafka.MIN_INSYNC_ENV: "3"}
+    assert kafka.replication_settings(both) == (3, 3)
+    for bad in ({kafka.REPLICATION_ENV: "0"}, {kafka.MIN_INSYNC_ENV: "2"}):
+        with pytest.raises(ValueError):
+            kafka.replication_settings(bad)
