@@ -1,0 +1,267 @@
+#!/usr/bin/env bash
+# PostgreSQL with synchronous standbys and automatic failover, locally, no Docker:
+# pg_auto_failover (Debian's postgresql-15-auto-failover and pg-auto-failover-cli) with one
+# monitor and three data nodes on 127.0.0.1.
+#
+#   bash deploy/postgres-ha.sh up            install the packages when missing, create the
+#                                            monitor and the nodes (once), start them, wait for
+#                                            one primary and two secondaries, require one
+#                                            synchronous standby (number-sync-standbys 1),
+#                                            ensure role electric/electric and database electric
+#   bash deploy/postgres-ha.sh down          stop every node and the monitor
+#   bash deploy/postgres-ha.sh status        the formation's state (pg_autoctl show state)
+#   bash deploy/postgres-ha.sh url           the services' DATABASE_URL: every node, the
+#                                            primary chosen by libpq (target_session_attrs)
+#   bash deploy/postgres-ha.sh primary       the number (1-3) of the current primary
+#   bash deploy/postgres-ha.sh kill N        SIGKILL node N, keeper and server alike (a lost
+#                                            machine); the monitor fails over to a standby
+#   bash deploy/postgres-ha.sh start N       restart node N's keeper: it rejoins as a standby
+#
+# Why three data nodes: with two, pg_auto_failover keeps a primary writable when its only
+# standby is gone (wait_primary: synchronous replication off), so a commit could be
+# acknowledged that no standby holds. With three and number-sync-standbys 1, every
+# acknowledged commit is on a standby too (synchronous_standby_names = ANY 1 (...)), even
+# with one node down; with two down, commits wait rather than be acknowledged undurably.
+# Failover is tuned for seconds, not the defaults' 20-30 s (monitor settings below).
+#
+# Environment: PGHA_PORT (monitor; nodes at +1, +2, +3; default 25400), ELECTRIC_PGHA_DIR
+# (default <repo>/var/postgres-ha, or /var/tmp/... when the postgres OS user cannot reach it).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PGHA_PORT="${PGHA_PORT:-25400}"
+HOST=127.0.0.1
+DIR="${ELECTRIC_PGHA_DIR:-}"
+PGBIN=/usr/lib/postgresql/15/bin
+DB_USER=electric
+DB_PASSWORD=electric
+DB_NAME=electric
+
+log() { printf '[postgres-ha] %s\n' "$*" >&2; }
+
+resolve_dir() {
+  if [[ -z "$DIR" ]]; then
+    DIR="$ROOT/var/postgres-ha"
+    mkdir -p "$ROOT/var"
+    if [[ "$(id -u)" == 0 ]] && ! runuser -u postgres -- test -x "$ROOT/var" 2>/dev/null; then
+      DIR="/var/tmp/electric-poker/postgres-ha-$(printf '%s' "$ROOT" | cksum | cut -d' ' -f1)"
+    fi
+  fi
+  mkdir -p "$DIR"
+  [[ "$(id -u)" == 0 ]] && chown postgres "$DIR"
+  return 0
+}
+
+as_pg() { # run as the postgres OS user (root runs everything else), with PostgreSQL's tools
+  # pg_autoctl keeps each node's configuration and state under XDG_CONFIG_HOME and
+  # XDG_DATA_HOME: inside the formation's folder, so deleting it resets everything.
+  local xdg=(XDG_CONFIG_HOME="$DIR/xdg/config" XDG_DATA_HOME="$DIR/xdg/data" PATH="$PGBIN:$PATH")
+  if [[ "$(id -u)" == 0 ]]; then
+    runuser -u postgres -- env "${xdg[@]}" "$@"
+  else
+    env "${xdg[@]}" "$@"
+  fi
+}
+
+ensure_packages() {
+  command -v pg_autoctl >/dev/null && [[ -x "$PGBIN/postgres" ]] && return 0
+  if [[ "$(id -u)" != 0 ]]; then
+    log "missing pg_auto_failover: run 'sudo apt-get install -y postgresql-15-auto-failover pg-auto-failover-cli'"
+    exit 1
+  fi
+  log "installing pg_auto_failover from Debian's packages (apt-get) ..."
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q >/dev/null
+  apt-get install -y -q --no-install-recommends postgresql-15-auto-failover \
+    pg-auto-failover-cli >/dev/null
+}
+
+monitor_dir() { echo "$DIR/monitor"; }
+node_dir() { echo "$DIR/node$1"; }
+node_port() { echo $((PGHA_PORT + $1)); }
+monitor_uri() { echo "postgres://autoctl_node@$HOST:$PGHA_PORT/pg_auto_failover?sslmode=disable"; }
+
+keeper_alive() { # dir
+  [[ -f "$1/keeper.pid" ]] && kill -0 "$(cat "$1/keeper.pid")" 2>/dev/null
+}
+
+run_keeper() { # dir
+  local dir="$1" i
+  keeper_alive "$dir" && return 0
+  rm -f "$dir/keeper.pid"
+  # setsid: the keeper, its services and its PostgreSQL in a session of their own, whose
+  # leader is the keeper itself (it writes its own pid: `$!` here would be runuser's, in the
+  # caller's session); `kill` ends that session, as a lost machine would.
+  as_pg setsid nohup bash -c 'echo $$ >"$1/keeper.pid"; exec pg_autoctl run --pgdata "$1/data"' \
+    keeper "$dir" >>"$dir/keeper.log" 2>&1 </dev/null &
+  for ((i = 0; i < 50; i++)); do
+    [[ -s "$dir/keeper.pid" ]] && return 0
+    sleep 0.1
+  done
+  log "the keeper of $dir did not start"
+  exit 1
+}
+
+sql_monitor() {
+  as_pg psql -X -q -h "$HOST" -p "$PGHA_PORT" -d pg_auto_failover -v ON_ERROR_STOP=1 "$@"
+}
+
+cmd_up() {
+  ensure_packages
+  resolve_dir
+  local m n
+  m="$(monitor_dir)"
+  mkdir -p "$m"
+  [[ "$(id -u)" == 0 ]] && chown postgres "$m"
+  if [[ ! -f "$m/data/PG_VERSION" ]]; then
+    log "creating the monitor on $HOST:$PGHA_PORT"
+    as_pg pg_autoctl create monitor --pgdata "$m/data" --pgport "$PGHA_PORT" \
+      --hostname "$HOST" --listen "$HOST" --auth trust --no-ssl >>"$m/keeper.log" 2>&1
+  fi
+  run_keeper "$m"
+  for _ in $(seq 1 120); do
+    as_pg pg_isready -q -h "$HOST" -p "$PGHA_PORT" && break
+    sleep 0.5
+  done
+  # Fail over in seconds: a node is unhealthy after 4 s of failed checks every second.
+  sql_monitor -c "ALTER SYSTEM SET pgautofailover.health_check_period TO 1000" \
+    -c "ALTER SYSTEM SET pgautofailover.health_check_timeout TO 1000" \
+    -c "ALTER SYSTEM SET pgautofailover.health_check_retry_delay TO 500" \
+    -c "ALTER SYSTEM SET pgautofailover.node_considered_unhealthy_timeout TO 4000" \
+    -c "SELECT pg_reload_conf()" >/dev/null
+  for n in 1 2 3; do
+    local d
+    d="$(node_dir "$n")"
+    mkdir -p "$d"
+    [[ "$(id -u)" == 0 ]] && chown postgres "$d"
+    if [[ ! -f "$d/data/PG_VERSION" ]]; then
+      log "creating node $n on $HOST:$(node_port "$n")"
+      as_pg pg_autoctl create postgres --pgdata "$d/data" --pgport "$(node_port "$n")" \
+        --hostname "$HOST" --listen "$HOST" --name "node$n" --auth trust --no-ssl \
+        --monitor "$(monitor_uri)" >>"$d/keeper.log" 2>&1
+    fi
+    run_keeper "$d"
+  done
+  wait_formation 240
+  as_pg pg_autoctl set formation number-sync-standbys 1 --pgdata "$(node_dir "$(primary)")/data" \
+    >>"$DIR/set.log" 2>&1 || true
+  wait_formation 120 # the primary applies the setting (apply_settings), then is primary again
+  ensure_role
+  echo "PostgreSQL HA up: 3 nodes, 1 synchronous standby required; DATABASE_URL=$(url)"
+}
+
+state_json() { as_pg pg_autoctl show state --pgdata "$(monitor_dir)/data" --json 2>/dev/null; }
+
+# One primary (or wait_primary) and two secondaries, as reported AND assigned.
+formation_ready() {
+  state_json | python3 -c '
+import json, sys
+nodes = json.load(sys.stdin)
+states = sorted(n["current_group_state"] for n in nodes if n["current_group_state"] == n["assigned_group_state"])
+sys.exit(0 if states == ["primary", "secondary", "secondary"] else 1)' 2>/dev/null
+}
+
+wait_formation() { # seconds
+  local i
+  for ((i = 0; i < $1 * 2; i++)); do
+    formation_ready && return 0
+    sleep 0.5
+  done
+  log "the formation did not reach primary + 2 secondaries in $1 s:"
+  as_pg pg_autoctl show state --pgdata "$(monitor_dir)/data" >&2 || true
+  exit 1
+}
+
+primary() {
+  state_json | python3 -c '
+import json, sys
+for n in json.load(sys.stdin):
+    if n["current_group_state"] in ("primary", "wait_primary", "single") and n["assigned_group_state"] == n["current_group_state"]:
+        print(n["nodename"].removeprefix("node")); break
+else:
+    sys.exit(1)'
+}
+
+url() {
+  local hosts="" n
+  for n in 1 2 3; do hosts+="&host=$HOST:$(node_port "$n")"; done
+  # libpq tries the nodes in turn and keeps the one that accepts writes.
+  echo "postgresql+psycopg://$DB_USER:$DB_PASSWORD@/$DB_NAME?${hosts#&}&target_session_attrs=read-write&connect_timeout=3"
+}
+
+ensure_role() {
+  local port
+  port="$(node_port "$(primary)")"
+  as_pg psql -X -q -h "$HOST" -p "$port" -d postgres -v ON_ERROR_STOP=1 <<SQL >/dev/null
+DO \$\$ BEGIN
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '$DB_USER') THEN
+    CREATE ROLE $DB_USER LOGIN SUPERUSER PASSWORD '$DB_PASSWORD';
+  END IF;
+END \$\$;
+SQL
+  if [[ -z "$(as_pg psql -X -tA -h "$HOST" -p "$port" -d postgres -c "SELECT 1 FROM pg_database WHERE datname = '$DB_NAME'")" ]]; then
+    as_pg psql -X -q -h "$HOST" -p "$port" -d postgres -c "CREATE DATABASE $DB_NAME OWNER $DB_USER" >/dev/null
+  fi
+}
+
+kill_dir() { # dir: SIGKILL its keeper's whole session (keeper, services, PostgreSQL)
+  local dir="$1" pid sid
+  [[ -f "$dir/keeper.pid" ]] || return 0
+  pid="$(cat "$dir/keeper.pid")"
+  sid="$(ps -o sid= -p "$pid" 2>/dev/null | tr -d ' ' || true)"
+  # Only a session the keeper leads (never the caller's: a stale pid may be reused).
+  if [[ -n "$sid" && "$sid" == "$pid" ]]; then
+    pkill -9 -s "$sid" 2>/dev/null || true
+  fi
+  # A PostgreSQL that is not in the session (started by a keeper restarted by hand).
+  pkill -9 -f -- "-D $dir/data" 2>/dev/null || true
+  rm -f "$dir/keeper.pid" "$dir/data/postmaster.pid"
+}
+
+cmd_down() {
+  resolve_dir
+  local n
+  for n in 3 2 1; do
+    local d
+    d="$(node_dir "$n")"
+    if keeper_alive "$d"; then
+      as_pg pg_autoctl stop --pgdata "$d/data" >/dev/null 2>&1 || true
+    fi
+  done
+  keeper_alive "$(monitor_dir)" && as_pg pg_autoctl stop --pgdata "$(monitor_dir)/data" >/dev/null 2>&1 || true
+  sleep 2
+  for n in 1 2 3; do kill_dir "$(node_dir "$n")"; done
+  kill_dir "$(monitor_dir)"
+  echo "PostgreSQL HA stopped ($DIR)"
+}
+
+case "${1:-}" in
+up) cmd_up ;;
+down) cmd_down ;;
+status)
+  resolve_dir
+  as_pg pg_autoctl show state --pgdata "$(monitor_dir)/data"
+  ;;
+url)
+  resolve_dir
+  url
+  ;;
+primary)
+  resolve_dir
+  primary
+  ;;
+kill)
+  resolve_dir
+  kill_dir "$(node_dir "${2:?node number}")"
+  echo "node $2 killed (keeper and server)"
+  ;;
+start)
+  resolve_dir
+  run_keeper "$(node_dir "${2:?node number}")"
+  echo "node $2 keeper started (it rejoins as a standby)"
+  ;;
+*)
+  echo "usage: $0 up|down|status|url|primary|kill N|start N" >&2
+  exit 2
+  ;;
+esac

@@ -1,0 +1,139 @@
+"""PostgreSQL with a synchronous standby and automatic failover (issue 28 item 2):
+``deploy/postgres-ha.sh`` (pg_auto_failover from Debian's packages: a monitor and three data
+nodes, one synchronous standby required) on ports of its own. The platform's event store
+connects through the multi-host URL the script prints (libpq picks the node that accepts
+writes) and appends one event at a time; each append that returned is *acknowledged*. The
+primary is killed (keeper and server, as a lost machine); appends fail meanwhile and are
+retried as the services retry (the error is UNAVAILABLE at their edge); the monitor promotes
+a standby and the appends go on there. Every acknowledged event is on the new primary (a
+commit is acknowledged only once a standby holds it); at most the appends in doubt at the
+kill are there unacknowledged. The killed node is restarted and rejoins as a standby."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from electric_eventlog import ANY, EventStore, create_engine, migrate
+from electric_eventlog.testing import event
+from electric_platform.errors import database_unavailable
+from sqlalchemy.exc import DBAPIError
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
+
+ROOT = Path(__file__).resolve().parents[3]
+STREAM = "failover-probe"
+
+
+def _free_base(count: int) -> int:
+    for _ in range(200):
+        base = random.randint(30000, 39000)
+        try:
+            for p in range(base, base + count):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", p))
+        except OSError:
+            continue
+        return base
+    raise RuntimeError("no free port range")
+
+
+@pytest.fixture
+def formation() -> Iterator[tuple[str, dict[str, str]]]:
+    # Under /var/tmp: the postgres OS user must reach it (pytest's tmp is root's alone).
+    directory = Path("/var/tmp/electric-poker") / f"pgha-test-{uuid.uuid4().hex[:8]}"
+    directory.mkdir(parents=True)
+    env = {**os.environ, "PGHA_PORT": str(_free_base(4)), "ELECTRIC_PGHA_DIR": str(directory)}
+
+    def ha(*args: str) -> str:
+        return subprocess.run(
+            ["bash", str(ROOT / "deploy/postgres-ha.sh"), *args],
+            env=env,
+            check=True,
+            timeout=600,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+
+    try:
+        ha("up")
+        yield ha("url"), env
+    finally:
+        subprocess.run(["bash", str(ROOT / "deploy/postgres-ha.sh"), "down"], env=env, timeout=300)
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _ha(env: dict[str, str], *args: str) -> str:
+    return subprocess.run(
+        ["bash", str(ROOT / "deploy/postgres-ha.sh"), *args],
+        env=env,
+        check=True,
+        timeout=600,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
+def test_no_acknowledged_commit_is_lost_when_the_primary_dies(
+    formation: tuple[str, dict[str, str]],
+) -> None:
+    url, env = formation
+    engine = create_engine(url)
+    migrate(engine)
+    store = EventStore(engine, producer="failover")
+    acknowledged: list[str] = []
+    in_doubt: list[str] = []
+    retries = 0
+
+    def append(value: str) -> None:
+        nonlocal retries
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                store.append_in_new_tx(STREAM, ANY, [event(value)])
+                acknowledged.append(value)
+                return
+            except DBAPIError as exc:
+                # What the services answer UNAVAILABLE for, and their clients retry.
+                assert database_unavailable(exc), exc
+                in_doubt.append(value)  # may or may not have committed: a new id next time
+                retries += 1
+                assert time.monotonic() < deadline, "no primary came back within 120 s"
+                time.sleep(0.2)
+                value = f"{value}-retry{retries}"
+
+    for n in range(30):
+        append(f"before-{n}")
+    old = _ha(env, "primary")
+    killed_at = time.monotonic()
+    _ha(env, "kill", old)
+    for n in range(30):
+        append(f"after-{n}")
+    writable_after = time.monotonic() - killed_at
+    new = _ha(env, "primary")
+    assert new != old
+
+    with engine.connect() as conn:
+        stored = [store.decode(e).value for e in store.read_stream(conn, STREAM)]  # type: ignore[attr-defined]
+    assert set(acknowledged) <= set(stored), sorted(set(acknowledged) - set(stored))
+    assert len(stored) == len(set(stored))  # nothing twice
+    assert set(stored) - set(acknowledged) <= set(in_doubt)
+    print(
+        f"\nprimary node {old} killed: writes acknowledged again {writable_after:.1f} s later on"
+        f" node {new}; {len(acknowledged)} acknowledged, all stored; {retries} retries"
+    )
+    engine.dispose()
+
+    _ha(env, "start", old)  # the old primary rejoins as a standby
+    deadline = time.monotonic() + 180
+    while "secondary" not in _ha(env, "status").split(f"node{old}", 1)[1].split("\n", 1)[0]:
+        assert time.monotonic() < deadline, _ha(env, "status")
+        time.sleep(1)
