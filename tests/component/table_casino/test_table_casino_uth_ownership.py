@@ -449,3 +449,67 @@ def test_a_uth_table_given_back_by_a_rebalance_goes_on_as_it_is(
     backend: Backend, tmp_path: Path
 ) -> None:
     asyncio.run(_run_kept(backend.url, tmp_path))
+
+
+async def _moved_round_scenario(engine: Engine, wallet: wallet_kit.Env) -> None:
+    """A round in progress survives its table moving (issue 28 item 4): A hosts the round,
+    ann bets; the partition goes to B mid-round. B rebuilds the same round from its stream:
+    the same bets, the same betting and decision deadlines (facts of the round's log, not of
+    A's memory); B plays it on, tick by tick, to its settlement, and ann's ante is settled."""
+    stopping = asyncio.Event()
+    with engine.begin() as conn:
+        repo.take_seat(conn, TABLE, "ann", "uth", 1, "s-ann")
+    part = uth_partition(TABLE, PARTS)
+    async with (
+        instance(engine, "instance-a", wallet.target, stopping) as a,
+        instance(engine, "instance-b", wallet.target, stopping) as b,
+    ):
+        await a.ownership.on_assigned([part])
+        t_a = a.uth.tables[TABLE]
+        async with t_a.lock:
+            await a.uth.open_next(t_a, ["ann"], NOW)
+        assert t_a.book is not None and t_a.round is not None
+        round_id = t_a.book.round_id
+        await a.uth.place("ann", TABLE, "ante", 500, "r-ann")
+        wakeups_a = (t_a.round.state.yellow_at, t_a.round.state.close_at)
+
+        await a.ownership.on_revoked([part])  # the rebalance moves the table to B
+        await b.ownership.on_assigned([part])
+        await a.ownership.on_assigned([])  # A's assignment without it: A's copy dropped
+        assert t_a.disowned
+        t_b = b.uth.tables[TABLE]
+        assert t_b.book is not None and t_b.round is not None and t_b.book.round_id == round_id
+        assert (t_b.round.state.yellow_at, t_b.round.state.close_at) == wakeups_a
+        assert stored(engine, round_id)[1] == ["ann"]
+        for _ in range(20):  # B's clock: every window to its deadline (ann never decides)
+            wake = t_b.round.next_wakeup_at()
+            if wake is None:
+                break
+            async with t_b.lock:
+                await b.uth._tick(t_b, wake)
+        assert t_b.round.finished
+        store = EventStore(engine, producer="probe")
+        with engine.connect() as conn:
+            kinds = [
+                type(store.decode(e)).__name__
+                for e in store.read_stream(conn, casino_stream(round_id))
+            ]
+            row = repo.get_round(conn, round_id)
+        assert "CasinoRoundSettled" in kinds and row is not None and row.status == repo.SETTLED
+        stopping.set()
+
+
+async def _run_moved_round(url: str, tmp_path: Path) -> None:
+    engine = migrated(url)
+    try:
+        async with wallet_kit.serve_wallet(f"sqlite:///{tmp_path}/wallet.db") as wallet:
+            await wallet_kit.deposit(wallet, "ann", 10_000)
+            await _moved_round_scenario(engine, wallet)
+    finally:
+        engine.dispose()
+
+
+def test_a_uth_round_in_progress_goes_on_after_its_table_moved(
+    backend: Backend, tmp_path: Path
+) -> None:
+    asyncio.run(_run_moved_round(backend.url, tmp_path))
