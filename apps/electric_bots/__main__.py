@@ -104,11 +104,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.tournaments is not None:  # the tournament budget ends the casino too
                 casino.stop.set()
             await casino_task  # else its own duration (or a signal) ends it
-        print(
-            f"tables finished {len(stats.tables_finished)}, registrations {stats.registrations}, "
-            f"actions {stats.actions}, stale {stats.stale_commands}, errors {stats.errors}",
-            file=sys.stdout,
-        )
         if casino is not None:
             c = casino.stats
             print(
@@ -116,6 +111,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f" voided {c.games['thb'].voided + c.games['uth'].voided}, errors {c.errors}",
                 file=sys.stdout,
             )
+        # The tournament line last: scripts read the last line (the platform script e2e).
+        print(
+            f"tables finished {len(stats.tables_finished)}, registrations {stats.registrations}, "
+            f"actions {stats.actions}, stale {stats.stale_commands}, errors {stats.errors}",
+            file=sys.stdout,
+        )
 
     asyncio.run(run())
     failed = runner.stats.errors or (casino is not None and casino.stats.errors)
