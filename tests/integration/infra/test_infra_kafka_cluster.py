@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import random
-import socket
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -23,6 +21,8 @@ from aiokafka.admin import AIOKafkaAdminClient
 from electric_eventlog.bus import OutgoingMessage
 from electric_eventlog.kafka import KafkaBus, ensure_topics
 
+from tests.support.ports import free_port_run
+
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -30,23 +30,9 @@ TOPIC = "electric.table.events"  # 12 partitions (electric_eventlog.topics)
 KEYS = 24
 
 
-def _free_run(count: int) -> int:
-    """A base port with ``count`` free ports after it (loopback)."""
-    for _ in range(200):
-        base = random.randint(21000, 29000)
-        try:
-            for p in range(base, base + count):
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", p))
-        except OSError:
-            continue
-        return base
-    raise RuntimeError("no free port range")
-
-
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
-    base = _free_run(8)
+    base = free_port_run(8, 21000, 29000)
     env = {
         **os.environ,
         "KAFKA_CLUSTER_PORT": str(base),

@@ -12,9 +12,7 @@ kill are there unacknowledged. The killed node is restarted and rejoins as a sta
 from __future__ import annotations
 
 import os
-import random
 import shutil
-import socket
 import subprocess
 import time
 import uuid
@@ -27,23 +25,12 @@ from electric_eventlog.testing import event
 from electric_platform.errors import database_unavailable
 from sqlalchemy.exc import DBAPIError
 
+from tests.support.ports import free_port_run
+
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
 ROOT = Path(__file__).resolve().parents[3]
 STREAM = "failover-probe"
-
-
-def _free_base(count: int) -> int:
-    for _ in range(200):
-        base = random.randint(30000, 39000)
-        try:
-            for p in range(base, base + count):
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", p))
-        except OSError:
-            continue
-        return base
-    raise RuntimeError("no free port range")
 
 
 @pytest.fixture
@@ -51,7 +38,11 @@ def formation() -> Iterator[tuple[str, dict[str, str]]]:
     # Under /var/tmp: the postgres OS user must reach it (pytest's tmp is root's alone).
     directory = Path("/var/tmp/electric-poker") / f"pgha-test-{uuid.uuid4().hex[:8]}"
     directory.mkdir(parents=True)
-    env = {**os.environ, "PGHA_PORT": str(_free_base(4)), "ELECTRIC_PGHA_DIR": str(directory)}
+    env = {
+        **os.environ,
+        "PGHA_PORT": str(free_port_run(4, 30000, 39000)),
+        "ELECTRIC_PGHA_DIR": str(directory),
+    }
 
     def ha(*args: str) -> str:
         return subprocess.run(
