@@ -513,3 +513,137 @@ def test_a_uth_round_in_progress_goes_on_after_its_table_moved(
     backend: Backend, tmp_path: Path
 ) -> None:
     asyncio.run(_run_moved_round(backend.url, tmp_path))
+
+
+class _CallInTheWindow:
+    """A follower told of the assignment before the UTH tables are (as a bot's call that
+    waited in the router while the table was suspended, or ``casino-uth-tables``, runs the
+    moment the partition's scope is held): it asks for the table there."""
+
+    def __init__(self, uth: UthTables) -> None:
+        self.uth = uth
+        self.answers: list[str] = []
+
+    async def on_assigned(self, partitions: set[int]) -> int:
+        try:
+            got = await self.uth.table(TABLE)
+            self.answers.append("served" if not got.suspended else "suspended")
+        except Unavailable:
+            self.answers.append("unavailable")
+        return 0
+
+    async def on_revoked(self, partitions: set[int]) -> int:
+        return 0
+
+    async def sweep(self) -> None:
+        return None
+
+
+async def _resume_race_scenario(engine: Engine, wallet: wallet_kit.Env) -> None:
+    """A rebalance gives uth-1's partition back mid-round; a call for the table arrives
+    after the partition's scope is taken but before the suspended table is settled (chaos
+    run, two table instances: uth-1's round stayed open through the whole drain). Before
+    the fix that call loaded a second copy of the table (epoch 2), the resume of the
+    suspended one then took epoch 3 over it and dropped itself: the copy kept hosting the
+    table under a stale epoch, its next write was fenced and the table marked lost here —
+    driven nowhere, the open round and its reservations never settled. Now the suspended
+    table is the only copy until the settle decides: the call is refused (UNAVAILABLE,
+    retry), the table goes on as it was under the epoch it holds."""
+    stopping = asyncio.Event()
+    with engine.begin() as conn:
+        for seat, player in enumerate(PLAYERS, start=1):
+            repo.take_seat(conn, TABLE, player, "uth", seat, f"s-{player}")
+    part = uth_partition(TABLE, PARTS)
+    async with instance(engine, "instance-a", wallet.target, stopping) as a:
+        await a.ownership.on_assigned([part])
+        t = a.uth.tables[TABLE]
+        async with t.lock:
+            await a.uth.open_next(t, PLAYERS, NOW)
+        assert t.book is not None
+        round_id = t.book.round_id
+        await a.uth.place("ann", TABLE, "ante", 500, "r-ann")
+
+        caller = _CallInTheWindow(a.uth)
+        a.ownership.followers.insert(0, caller)
+        await a.ownership.on_revoked([part])
+        await a.ownership.on_assigned([part])
+        hosted = a.uth.tables[TABLE]
+        with engine.connect() as conn:
+            held = current(conn, uth_resource(TABLE))
+        # The hosted copy holds the table's current epoch: its writes are not fenced (before
+        # the fix: a copy under epoch 2, the store at 3 — "moved to another instance").
+        assert hosted.fence is not None and held == (hosted.fence.epoch, "instance-a")
+        await a.uth.place("ben", TABLE, "ante", 700, "r-ben")
+        assert TABLE not in a.uth.lost and TABLE in a.uth.tables
+        assert stored(engine, round_id)[1] == ["ann", "ben"]
+        # The call was answered UNAVAILABLE (retry); the suspended table went on as it was.
+        assert caller.answers == ["unavailable"]
+        assert hosted is t and not t.suspended and not t.disowned and a.uth_ownership.kept == 1
+        stopping.set()
+
+
+async def _run_resume_race(url: str, tmp_path: Path) -> None:
+    engine = migrated(url)
+    try:
+        async with wallet_kit.serve_wallet(f"sqlite:///{tmp_path}/wallet.db") as wallet:
+            for p in PLAYERS:
+                await wallet_kit.deposit(wallet, p, 10_000)
+            await _resume_race_scenario(engine, wallet)
+    finally:
+        engine.dispose()
+
+
+def test_a_call_during_the_rebalance_loads_no_second_copy_of_a_suspended_uth_table(
+    backend: Backend, tmp_path: Path
+) -> None:
+    asyncio.run(_run_resume_race(backend.url, tmp_path))
+
+
+async def _disowned_while_suspended_scenario(engine: Engine, wallet: wallet_kit.Env) -> None:
+    """A suspended table dropped meanwhile (a command of it in flight through the
+    revocation was fenced when the assignment took the partition's scope anew, or its load
+    was refused by the revocation) is not resumed: before the fix the assignment put it
+    back as it was, disowned — hosted, so never loaded again, yet its driver stopped at once
+    and every call answered "moved to another instance" until the partition moved away. Now
+    the assignment drops it and hosts a fresh copy, which goes on with the round."""
+    stopping = asyncio.Event()
+    with engine.begin() as conn:
+        for seat, player in enumerate(PLAYERS, start=1):
+            repo.take_seat(conn, TABLE, player, "uth", seat, f"s-{player}")
+    part = uth_partition(TABLE, PARTS)
+    async with instance(engine, "instance-a", wallet.target, stopping) as a:
+        await a.ownership.on_assigned([part])
+        t = a.uth.tables[TABLE]
+        async with t.lock:
+            await a.uth.open_next(t, PLAYERS, NOW)
+        assert t.book is not None
+        round_id = t.book.round_id
+        await a.uth.place("ann", TABLE, "ante", 500, "r-ann")
+
+        await a.ownership.on_revoked([part])
+        a.uth.moved(t)  # its write in flight was fenced while it was suspended
+        assert t.disowned and TABLE not in a.uth.lost
+        await a.ownership.on_assigned([part])
+        hosted = a.uth.tables[TABLE]
+        assert hosted is not t and not hosted.disowned and not hosted.suspended
+        assert hosted.book is not None and hosted.book.round_id == round_id
+        await a.uth.place("ben", TABLE, "ante", 700, "r-ben")
+        assert stored(engine, round_id)[1] == ["ann", "ben"]
+        stopping.set()
+
+
+async def _run_disowned_while_suspended(url: str, tmp_path: Path) -> None:
+    engine = migrated(url)
+    try:
+        async with wallet_kit.serve_wallet(f"sqlite:///{tmp_path}/wallet.db") as wallet:
+            for p in PLAYERS:
+                await wallet_kit.deposit(wallet, p, 10_000)
+            await _disowned_while_suspended_scenario(engine, wallet)
+    finally:
+        engine.dispose()
+
+
+def test_a_uth_table_dropped_while_suspended_is_hosted_afresh_not_resumed(
+    backend: Backend, tmp_path: Path
+) -> None:
+    asyncio.run(_run_disowned_while_suspended(backend.url, tmp_path))

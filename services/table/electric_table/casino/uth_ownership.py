@@ -19,7 +19,11 @@ module follows it:
   the store, its driver restarted: the round goes on and its watchers see no error), or
   drops it when its partition went elsewhere (watchers ended UNAVAILABLE: they reconnect to
   the new owner). A revocation no assignment follows is settled by the sweep after
-  ``ownership.SUSPEND_GRACE_S`` (issue 28 item 4);
+  ``ownership.SUSPEND_GRACE_S`` (issue 28 item 4). Until it is settled the suspended table
+  is the only copy: no call loads another one (UNAVAILABLE, retry) — a copy loaded once the
+  partition is held again took the table's epoch and the resume the next over it, leaving
+  the copy hosted under a stale epoch, fenced at its next write and the table lost here —
+  and one dropped while suspended (a write in flight fenced) is not resumed but loaded anew;
 * every write of a table checks its fence in the write's transaction (``UthTables.tx``,
   the intents, the refusals, the void of an unreplayable round): an instance that lost the
   table while paused stores nothing (ABORTED) and drops the table.
@@ -64,7 +68,9 @@ class UthOwnership:
         #: Tables of revoked partitions, kept until the next assignment (and since when).
         self.suspended: dict[str, tuple[LiveTable, float]] = {}
         self.kept = 0  # tables resumed as they were after a rebalance (tests, logs)
-        uth.owns = self.owns
+        #: One settle at a time (an assignment's and the sweep's): a table resumed once.
+        self._settling = asyncio.Lock()
+        uth.owns = self.hosts
         uth.fencer = self.fence_for
         ownership.followers.append(self)
 
@@ -74,6 +80,16 @@ class UthOwnership:
     def owns(self, table_id: str) -> bool:
         """Whether ``table_id``'s partition is this instance's (assigned, scope held)."""
         return self.ownership.holds_partition(self.partition(table_id))
+
+    def hosts(self, table_id: str) -> bool:
+        """Whether ``table_id`` may be loaded here (``UthTables.mine``): its partition is this
+        instance's and no suspended copy of it waits for the settle. A copy loaded meanwhile
+        (a call that waited in the router for the partition to be held, the
+        ``casino-uth-tables`` loop) would take the table's epoch, and the resume of the
+        suspended one take the next over it: the copy, left hosting the table under a stale
+        epoch, was fenced at its next write and the table marked lost here — driven
+        nowhere, its open round never settled (chaos run, two table instances)."""
+        return self.owns(table_id) and table_id not in self.suspended
 
     def fence_for(self, table_id: str) -> Fence:
         """Take the table's epoch under its partition's (before its rebuild);
@@ -130,29 +146,48 @@ class UthOwnership:
         """Resume each suspended table whose partition is this instance's again; drop the
         others (``older_than``: only those suspended at least that long, the sweep's grace
         for a revocation no assignment followed). Returns how many were resumed."""
-        kept = 0
-        for name, (t, since) in list(self.suspended.items()):
-            if time.monotonic() - since < older_than:
-                continue
-            del self.suspended[name]
-            if self.owns(name) and await self._resume(t):
-                kept += 1
-            else:
-                self._drop(t)
-        self.kept += kept
-        return kept
+        async with self._settling:
+            kept = 0
+            for name, (t, since) in list(self.suspended.items()):
+                if time.monotonic() - since < older_than:
+                    continue
+                entry = self.suspended.get(name)
+                if entry is None or entry[0] is not t or entry[1] != since:
+                    continue  # settled meanwhile
+                # Still in ``suspended`` while it resumes: no copy of it is loaded meanwhile
+                # (``hosts``).
+                resumed = self.owns(name) and await self._resume(t)
+                entry = self.suspended.get(name)
+                if entry is not None and entry[0] is t and entry[1] == since:
+                    del self.suspended[name]
+                if resumed:
+                    kept += 1
+                else:
+                    self._drop(t)
+            self.kept += kept
+            return kept
 
     async def _resume(self, t: LiveTable) -> bool:
         """Host ``t`` again as the same object: its epoch taken again, its round re-read
         from the store (a write its cancelled driver left committed, or another owner's
         meanwhile, is then in memory too), its driver restarted. False when it cannot be
-        (the partition moved on, the database is away, or a copy was loaded meanwhile)."""
+        (the partition moved on, the database is away, a copy was loaded meanwhile, or ``t``
+        was dropped while suspended: a write of it in flight through the revocation was
+        fenced, or its load was refused — resumed, it would be hosted but never driven, and
+        every call answered "moved" until the partition left this instance)."""
+        if t.disowned or self.uth.tables.get(t.table_id) not in (None, t):
+            return False  # (a copy hosted here holds the newest epoch: take none over it)
         try:
             async with t.lock:
-                t.fence = await asyncio.to_thread(self.fence_for, t.table_id)
-                await self.uth._reload(t)
-                if self.uth.tables.get(t.table_id) not in (None, t):
+                if t.disowned:
                     return False
+                fence = await asyncio.to_thread(self.fence_for, t.table_id)
+                t.fence = fence
+                await self.uth._reload(t)
+                if self.uth.tables.get(t.table_id) not in (None, t) or t.disowned:
+                    return False
+                if self.ownership.scopes.get(self.partition(t.table_id)) is not fence.scope:
+                    return False  # revoked (or taken anew) while it was being resumed
                 t.suspended = False
                 self.uth.tables[t.table_id] = t
                 if self.uth.start_driver is not None and not t.broken:

@@ -100,8 +100,10 @@ class UthTables:
         self.start_driver: Callable[[LiveTable], asyncio.Task[None]] | None = None
         self._owed_tasks: set[asyncio.Task[None]] = set()
         self.bets = BetBatches(self)
-        #: ``partitions`` ownership (set by ``uth_ownership``): whether a table is this
-        #: instance's, and the take of its fence before it is rebuilt. None: single mode.
+        #: ``partitions`` ownership (set by ``uth_ownership``): whether a table may be
+        #: hosted here (its partition is this instance's and no suspended copy of it waits
+        #: for the rebalance's settle), and the take of its fence before it is rebuilt.
+        #: None: single mode.
         self.owns: Callable[[str], bool] | None = None
         self.fencer: Callable[[str], Fence] | None = None
         #: Tables whose write was fenced here: not taken again before their partition is
