@@ -131,7 +131,9 @@ soak: setup
 	  --interval $(or $(INTERVAL),60s) $(SOAK_ARGS)
 
 ## Chaos run (issue 18, docs/chaos.md): make chaos SEED=1 TOURNAMENTS=20 ROUNDS=100 FAULTS=30
-## DURATION=30m [TABLES=2] [KINDS=kill9,pause,...] [CHAOS_ARGS=...]. Own PostgreSQL + Kafka, seeded faults
+## DURATION=30m [TABLES=2] [KINDS=kill9,pause,...] [REPLICATED=1] [CHAOS_ARGS=...]. REPLICATED=1: a
+## 3-broker Kafka cluster + PostgreSQL with failover, and the broker_loss, pg_failover and partition
+## faults (issue 28). Own PostgreSQL + Kafka, seeded faults
 ## under load, drain, every invariant; fault table + var/chaos/<run>/report.json; exit 1 if broken.
 ## A paused table owner with Acts in flight stores nothing on its moved tables (issue 28,
 ## docs/scaling.md §2): the fencing e2e, RUNS times (CI runs it once).
@@ -143,7 +145,8 @@ chaos: setup
 	nice -n 10 $(BIN)/python -u -m tests.chaos --seed $(or $(SEED),1) \
 	  --tournaments $(or $(TOURNAMENTS),20) --rounds $(or $(ROUNDS),100) \
 	  --faults $(or $(FAULTS),30) --duration $(or $(DURATION),30m) \
-	  --table-instances $(or $(TABLES),2) $(if $(KINDS),--kinds $(KINDS)) $(CHAOS_ARGS)
+	  --table-instances $(or $(TABLES),2) $(if $(KINDS),--kinds $(KINDS)) \
+	  $(if $(REPLICATED),--replicated) $(CHAOS_ARGS)
 
 infra-up:
 	bash deploy/infra.sh up

@@ -123,8 +123,14 @@ cmd_up() {
     as_pg pg_isready -q -h "$HOST" -p "$PGHA_PORT" && break
     sleep 0.5
   done
-  # Fail over in seconds: a node is unhealthy after 4 s of failed checks every second.
-  sql_monitor -c "ALTER SYSTEM SET pgautofailover.health_check_period TO 1000" \
+  # Fail over in seconds: a node is unhealthy after 4 s of failed checks every second, and
+  # a standby is promoted 10 s after the primary was asked to demote (the default 30 s made
+  # every failover take 35-40 s). That wait exists for a primary that is alive but cut off:
+  # its keeper demotes it by itself after network_partition_timeout (6 s, set on each node
+  # below), which must stay shorter, so two primaries never accept writes at once. Even then
+  # a cut-off primary acknowledges nothing: every commit waits for a synchronous standby.
+  sql_monitor -c "ALTER SYSTEM SET pgautofailover.primary_demote_timeout TO 10000" \
+    -c "ALTER SYSTEM SET pgautofailover.health_check_period TO 1000" \
     -c "ALTER SYSTEM SET pgautofailover.health_check_timeout TO 1000" \
     -c "ALTER SYSTEM SET pgautofailover.health_check_retry_delay TO 500" \
     -c "ALTER SYSTEM SET pgautofailover.node_considered_unhealthy_timeout TO 4000" \
@@ -140,6 +146,8 @@ cmd_up() {
         --hostname "$HOST" --listen "$HOST" --name "node$n" --auth trust --no-ssl \
         --monitor "$(monitor_uri)" >>"$d/keeper.log" 2>&1
     fi
+    as_pg pg_autoctl config set --pgdata "$d/data" timeout.network_partition_timeout 6 \
+      >>"$d/keeper.log" 2>&1
     run_keeper "$d"
   done
   wait_formation 240

@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from tests.chaos.faults import KINDS, instances, schedule
+from tests.chaos.faults import ALL_KINDS, KINDS, instances, schedule
 from tests.chaos.run import ChaosConfig, run, table
 
 
@@ -27,7 +27,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=100, help="casino rounds (THB + UTH)")
     p.add_argument("--faults", type=int, default=30)
     p.add_argument("--duration", type=seconds, default=900.0, help="load bound: 900, 15m, 1h")
-    p.add_argument("--kinds", default=",".join(KINDS), help="fault kinds, comma-separated")
+    p.add_argument(
+        "--kinds",
+        default=None,
+        help=f"fault kinds, comma-separated, of {', '.join(ALL_KINDS)} (default: the first "
+        f"{len(KINDS)}, and with --replicated all)",
+    )
+    p.add_argument(
+        "--replicated",
+        action="store_true",
+        help="a 3-broker Kafka cluster and PostgreSQL with failover (issue 28)",
+    )
     p.add_argument("--gap", type=seconds, default=6.0, help="mean seconds between faults")
     p.add_argument("--tournament-bots", type=int, default=24)
     p.add_argument("--thb-bots", type=int, default=6)
@@ -38,7 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=ChaosConfig.out, help="run directories here")
     p.add_argument("--plan", action="store_true", help="print the fault schedule and exit")
     a = p.parse_args(argv)
-    kinds = tuple(k for k in a.kinds.split(",") if k)
+    default = ALL_KINDS if a.replicated else KINDS
+    kinds = tuple(k for k in a.kinds.split(",") if k) if a.kinds else default
     if a.plan:
         for f in schedule(a.seed, a.faults, a.duration, kinds, a.gap, instances(a.table_instances)):
             print(f)
@@ -55,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         thb_bots=a.thb_bots,
         uth_bots=a.uth_bots,
         table_instances=a.table_instances,
+        replicated=a.replicated,
         out=a.out,
     )
     report = run(cfg, log=lambda line: print(line, flush=True))

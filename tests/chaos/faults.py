@@ -27,9 +27,15 @@ from electric_platform.keys import SigningKey
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tests.chaos.infra import PrivateKafka, PrivatePostgres, alive
+from tests.chaos.partition import Partitions
+from tests.chaos.replicated import PrivateKafkaCluster, PrivatePostgresHA
 
 SERVICES = ("registration", "table", "wallet", "payout")
 KINDS = ("kill9", "pause", "kafka_restart", "pg_restart", "slow_disk", "disconnect")
+#: Faults only the replicated infrastructure survives (``--replicated``, issue 28): a broker
+#: lost with its disk, the PostgreSQL primary lost, a table instance cut off the network.
+REPLICATED_KINDS = ("broker_loss", "pg_failover", "partition")
+ALL_KINDS = KINDS + REPLICATED_KINDS
 
 
 def instances(table_instances: int = 1) -> tuple[str, ...]:
@@ -69,9 +75,9 @@ def schedule(
     spread with a mean gap of ``gap`` s (less when ``count`` gaps would not fit in 70% of
     ``duration``). Kills and pauses pick among ``victims``: the service processes
     (:func:`instances`)."""
-    unknown = set(kinds) - set(KINDS)
+    unknown = set(kinds) - set(ALL_KINDS)
     if unknown:
-        raise ValueError(f"unknown fault kinds {sorted(unknown)}; known: {', '.join(KINDS)}")
+        raise ValueError(f"unknown fault kinds {sorted(unknown)}; known: {', '.join(ALL_KINDS)}")
     rng = random.Random(f"electric-chaos-{seed}")
     bag = [kinds[i % len(kinds)] for i in range(count)]
     rng.shuffle(bag)
@@ -83,8 +89,13 @@ def schedule(
             victim = rng.choice(victims)
         elif kind == "disconnect":
             victim = rng.choice(("tournament", "casino"))
+        elif kind == "partition":  # a table instance: the owner of live tables
+            victim = rng.choice([v for v in victims if v.split("-")[0] == "table"])
+        elif kind == "broker_loss":
+            victim = f"kafka-{rng.randint(1, 3)}"
         else:
             victim = "kafka" if kind == "kafka_restart" else "postgres"
+        # Every old kind's draw is made for every fault (the order seeds have replayed by).
         seconds = {
             "kill9": rng.uniform(0.0, 3.0),
             "pause": rng.uniform(1.0, 8.0),
@@ -92,7 +103,11 @@ def schedule(
             "pg_restart": 0.0,
             "slow_disk": rng.uniform(1.0, 5.0),
             "disconnect": float(rng.randint(1, 3)),
-        }[kind]
+        }.get(kind, 0.0)
+        if kind in ("broker_loss", "pg_failover"):  # away this long before the node returns
+            seconds = rng.uniform(5.0, 30.0)
+        elif kind == "partition":  # beyond the Kafka session timeout: its partitions move
+            seconds = rng.uniform(5.0, 25.0)
         hard, pick = rng.random() < 0.5, rng.randrange(1 << 16)
         out.append(Fault(index, kind, round(at, 2), victim, round(seconds, 2), hard, pick))
         at += rng.uniform(0.5, 1.5) * mean
@@ -122,13 +137,15 @@ class Injector:
     restarts any service that exits by itself (a supervisor would), counting it."""
 
     cluster: Any
-    postgres: PrivatePostgres
-    kafka: PrivateKafka
+    postgres: PrivatePostgres | PrivatePostgresHA
+    kafka: PrivateKafka | PrivateKafkaCluster
     key: SigningKey
     #: Tournament bots' and UTH bots' player ids (disconnects borrow their identity).
     tournament_players: Callable[[], list[str]]
     casino_players: Callable[[], list[str]]
     log: Callable[[str], None] = print
+    #: The cgroups and rules of ``partition`` faults (None: the run has none).
+    partitions: Partitions | None = None
     outcomes: list[Outcome] = field(default_factory=list)
     #: (service, exit code, seconds into the run) of every exit we did not cause.
     unexpected_exits: list[tuple[str, int, float]] = field(default_factory=list)
@@ -153,15 +170,35 @@ class Injector:
     async def _infra_alive(self) -> None:
         """The run's own broker and database died outside a fault: count it, start them."""
         at = round(time.monotonic() - self._began, 1)
-        pid = self.kafka.pid()
-        if not self.kafka.external and "kafka" not in self._down and not alive(pid):
-            self.unexpected_exits.append(("kafka", -1, at))
-            self.log("  !! the Kafka broker is gone; starting it")
-            await asyncio.to_thread(self.kafka.up)
-        if "postgres" not in self._down and not self.postgres.pids():
+        if isinstance(self.kafka, PrivateKafkaCluster) or isinstance(
+            self.postgres, PrivatePostgresHA
+        ):
+            await self._replicated_alive(at)
+        if isinstance(self.kafka, PrivateKafka):
+            pid = self.kafka.pid()
+            if not self.kafka.external and "kafka" not in self._down and not alive(pid):
+                self.unexpected_exits.append(("kafka", -1, at))
+                self.log("  !! the Kafka broker is gone; starting it")
+                await asyncio.to_thread(self.kafka.up)
+        if isinstance(self.postgres, PrivatePostgres) and (
+            "postgres" not in self._down and not self.postgres.pids()
+        ):
             self.unexpected_exits.append(("postgres", -1, at))
             self.log("  !! PostgreSQL is gone; starting it")
             await asyncio.to_thread(self.postgres.up)
+
+    async def _replicated_alive(self, at: float) -> None:
+        """A broker or a database node gone outside a fault: count it, start it again (a
+        replaced machine, as an operator's automation would)."""
+        parts: list[tuple[str, Any, int]] = []
+        if isinstance(self.kafka, PrivateKafkaCluster) and "kafka" not in self._down:
+            parts += [("kafka", self.kafka, n) for n in self.kafka.missing()]
+        if isinstance(self.postgres, PrivatePostgresHA) and "postgres" not in self._down:
+            parts += [("postgres", self.postgres, n) for n in self.postgres.missing()]
+        for what, infra, n in parts:
+            self.unexpected_exits.append((f"{what}-{n}", -1, at))
+            self.log(f"  !! {what} node {n} is gone; starting it")
+            await asyncio.to_thread(infra.revive, n)
 
     async def wait_serving(self, timeout: float = 180.0) -> float:
         """Seconds until every service process answers SERVING (raises after ``timeout``)."""
@@ -237,14 +274,43 @@ class Injector:
             return f"{n} database processes stopped {fault.seconds:.1f}s"
         if kind == "disconnect":
             return await self._disconnect(fault)
+        if kind in REPLICATED_KINDS:
+            return await self._replicated(fault)
         raise ValueError(kind)
+
+    async def _replicated(self, fault: Fault) -> str:
+        if fault.kind == "partition":
+            assert self.partitions is not None, "a partition fault needs the run's cgroups"
+            self.partitions.cut(fault.victim)
+            try:
+                await asyncio.sleep(fault.seconds)
+            finally:
+                self.partitions.heal(fault.victim)
+            return f"cut off the network {fault.seconds:.1f}s"
+        what = "kafka" if fault.kind == "broker_loss" else "postgres"
+        self._down.add(what)
+        try:
+            if fault.kind == "broker_loss":
+                assert isinstance(self.kafka, PrivateKafkaCluster), "broker_loss: --replicated"
+                n = int(fault.victim.rsplit("-", 1)[1])
+                return await asyncio.to_thread(self.kafka.lose_broker, n, fault.seconds)
+            assert isinstance(self.postgres, PrivatePostgresHA), "pg_failover: --replicated"
+            return await asyncio.to_thread(self.postgres.fail_over, fault.seconds)
+        finally:
+            self._down.discard(what)
 
     def _kafka_restart(self, fault: Fault) -> None:
         self._down.add("kafka")
         try:
-            self.kafka.stop(hard=fault.hard)
-            time.sleep(fault.seconds)
-            self.kafka.up()
+            if isinstance(self.kafka, PrivateKafkaCluster):  # one broker of three
+                broker = fault.pick % 3 + 1
+                self.kafka.stop(hard=fault.hard, broker=broker)
+                time.sleep(fault.seconds)
+                self.kafka.revive(broker)
+            else:
+                self.kafka.stop(hard=fault.hard)
+                time.sleep(fault.seconds)
+                self.kafka.up()
         finally:
             self._down.discard("kafka")
 

@@ -27,9 +27,11 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _script(name: str, command: str, env: dict[str, str], timeout: float = 300) -> str:
+def _script(name: str, command: str | list[str], env: dict[str, str], timeout: float = 300) -> str:
+    """Run ``deploy/<name> <command...>``; its stdout, or RuntimeError with its stderr."""
+    args = [command] if isinstance(command, str) else command
     proc = subprocess.run(
-        ["bash", str(DEPLOY / name), command],
+        ["bash", str(DEPLOY / name), *args],
         env=env,
         capture_output=True,
         text=True,
@@ -37,7 +39,8 @@ def _script(name: str, command: str, env: dict[str, str], timeout: float = 300) 
         check=False,
     )
     if proc.returncode != 0:
-        raise RuntimeError(f"deploy/{name} {command} failed ({proc.returncode}):\n{proc.stderr}")
+        what = f"deploy/{name} {' '.join(args)}"
+        raise RuntimeError(f"{what} failed ({proc.returncode}):\n{proc.stderr}")
     return proc.stdout.strip()
 
 

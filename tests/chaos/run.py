@@ -34,8 +34,11 @@ from electric_bots.casino_runner import CasinoRunner, CasinoRunnerConfig
 from electric_bots.runner import BotRunner, BotRunnerConfig, Targets
 
 from tests.chaos import invariants as inv
-from tests.chaos.faults import KINDS, Injector, instances, schedule
+from tests.chaos.faults import ALL_KINDS, KINDS, Injector, instances, schedule
 from tests.chaos.infra import ROOT, PrivateKafka, PrivatePostgres
+from tests.chaos.partition import Partitions
+from tests.chaos.partition import ensure as ensure_partitions
+from tests.chaos.replicated import PrivateKafkaCluster, PrivatePostgresHA
 from tests.support.auth import ISSUER_KEY
 
 
@@ -60,6 +63,9 @@ class ChaosConfig:
     drain_budget: float = 300.0
     #: A broker to use instead of starting one (only without ``kafka_restart`` faults).
     shared_kafka: str | None = None
+    #: A 3-broker Kafka cluster and PostgreSQL with failover instead of one of each
+    #: (issue 28); needed by the ``broker_loss`` and ``pg_failover`` faults.
+    replicated: bool = False
     out: Path = ROOT / "var" / "chaos"
 
 
@@ -97,10 +103,22 @@ def run(cfg: ChaosConfig, log: Callable[[str], None] = print) -> Report:
     faults = schedule(cfg.seed, cfg.faults, cfg.duration, cfg.kinds, cfg.gap, victims)
     log(f"chaos seed {cfg.seed}: {len(faults)} faults {dict(Counter(f.kind for f in faults))}")
     log(f"  run directory {run_dir}")
-    if cfg.shared_kafka and "kafka_restart" in cfg.kinds:
-        raise ValueError("kafka_restart faults need the run's own broker (no shared_kafka)")
-    postgres = PrivatePostgres(_pg_dir())
-    kafka = PrivateKafka(run_dir / "kafka", external=cfg.shared_kafka)
+    if cfg.shared_kafka and ({"kafka_restart", "broker_loss"} & set(cfg.kinds)):
+        raise ValueError("Kafka faults need the run's own broker (no shared_kafka)")
+    if not cfg.replicated and ({"broker_loss", "pg_failover"} & set(cfg.kinds)):
+        raise ValueError("broker_loss and pg_failover faults need --replicated")
+    postgres: PrivatePostgres | PrivatePostgresHA
+    kafka: PrivateKafka | PrivateKafkaCluster
+    if cfg.replicated:
+        postgres = PrivatePostgresHA(_pg_dir())
+        kafka = PrivateKafkaCluster(run_dir / "kafka")
+    else:
+        postgres = PrivatePostgres(_pg_dir())
+        kafka = PrivateKafka(run_dir / "kafka", external=cfg.shared_kafka)
+    partitions = None
+    if "partition" in cfg.kinds:
+        ensure_partitions()
+        partitions = Partitions()
     began = time.monotonic()
     try:
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
@@ -109,13 +127,19 @@ def run(cfg: ChaosConfig, log: Callable[[str], None] = print) -> Report:
         report.seconds["infra_up"] = round(time.monotonic() - began, 1)
         up = report.seconds["infra_up"]
         whose = "shared" if kafka.external else "own"
-        log(f"  own PostgreSQL :{postgres.port}, {whose} Kafka {kafka.bootstrap} up ({up}s)")
+        log(f"  own PostgreSQL {postgres.url}, {whose} Kafka {kafka.bootstrap} up ({up}s)")
         cluster_mod = inv.e2e()[0].platform_cluster()
         extra = {
             "ELECTRIC_TABLE_HAND_PAUSE_MS": "0",
             "ELECTRIC_LOG_LEVEL": "WARNING",
             **inv.e2e()[0].UTH_WINDOWS,
+            **(kafka.service_env if isinstance(kafka, PrivateKafkaCluster) else {}),
         }
+
+        def cgroup_for(name: str, ports: tuple[int, ...]) -> Path | None:
+            table = name.split("-")[0] == "table"
+            return partitions.cgroup(name, ports) if partitions and table else None
+
         t = time.monotonic()
         with cluster_mod.run_cluster(
             postgres.url,
@@ -123,27 +147,35 @@ def run(cfg: ChaosConfig, log: Callable[[str], None] = print) -> Report:
             run_dir / "cluster",
             extra_env=extra,
             table_instances=cfg.table_instances,
+            cgroup_for=cgroup_for,
         ) as cluster:
             report.seconds["services_up"] = round(time.monotonic() - t, 1)
             report.namespace = cluster.namespace
             log(f"  services up ({report.seconds['services_up']}s), namespace {cluster.namespace}")
-            asyncio.run(_play_and_check(cfg, faults, cluster, postgres, kafka, report, log))
+            asyncio.run(
+                _play_and_check(cfg, faults, cluster, postgres, kafka, partitions, report, log)
+            )
     except Exception as exc:
         report.error = f"{type(exc).__name__}: {exc}"
         log(f"  ERROR {report.error}")
     finally:
+        if partitions is not None:
+            partitions.close()
         for stop in (kafka.down, postgres.down):
             try:
                 stop()
             except Exception as exc:  # keep going: the other one must stop too
                 log(f"  stopping infra: {exc}")
-        if (postgres.dir / "postgres.log").exists():
-            shutil.copy(postgres.dir / "postgres.log", run_dir / "postgres.log")
+        for log_file in [postgres.dir / "postgres.log", *postgres.dir.glob("*/keeper.log")]:
+            if log_file.exists():
+                name = log_file.name if log_file.parent == postgres.dir else log_file.parent.name
+                shutil.copy(log_file, run_dir / f"postgres-{name}.log")
     report.seconds["total"] = round(time.monotonic() - began, 1)
     report.passed = not report.error and all(c["ok"] for c in report.checks) and bool(report.checks)
     if report.passed:
         shutil.rmtree(postgres.dir, ignore_errors=True)
-        shutil.rmtree(run_dir / "kafka" / "data", ignore_errors=True)
+        for data in list((run_dir / "kafka").glob("**/data")):  # one broker or three
+            shutil.rmtree(data, ignore_errors=True)
     else:  # the stores and topics of a failed run are kept (stopped) for inspection
         log(f"  kept: PostgreSQL data {postgres.dir}, Kafka data {run_dir / 'kafka'}")
     (run_dir / "report.json").write_text(json.dumps(asdict(report), indent=2, default=str))
@@ -154,8 +186,9 @@ async def _play_and_check(
     cfg: ChaosConfig,
     faults: list[Any],
     cluster: Any,
-    postgres: PrivatePostgres,
-    kafka: PrivateKafka,
+    postgres: PrivatePostgres | PrivatePostgresHA,
+    kafka: PrivateKafka | PrivateKafkaCluster,
+    partitions: Partitions | None,
     report: Report,
     log: Callable[[str], None],
 ) -> None:
@@ -194,6 +227,7 @@ async def _play_and_check(
         tournament_players=lambda: [a.player_id for a in bots.assignments],
         casino_players=lambda: [p for p, game, _ in casino.assignments if game == "uth"],
         log=log,
+        partitions=partitions,
     )
     loop = asyncio.get_running_loop()
     # Faults run blocking steps in threads (restarts, pauses): never short of workers.
@@ -291,6 +325,9 @@ async def _play_and_check(
         "resubscribes": bstats.resubscribes,
         "casino_retries": cstats.retries,
     }
+    with contextlib.suppress(Exception):  # a figure for the report, never a verdict
+        topics = await inv.read_topics(kafka.bootstrap, cluster.namespace)
+        report.load["longest_pause"] = inv.longest_stalls(topics)
     t = time.monotonic()
     report.checks += [asdict(c) for c in await _checks(cluster, kafka.bootstrap, bots, casino, log)]
     report.seconds["checks"] = round(time.monotonic() - t, 1)
@@ -388,7 +425,7 @@ def table(report: Report) -> str:
         f"{'max recovery s':>14}",
         "-" * 62,
     ]
-    for kind in KINDS:
+    for kind in ALL_KINDS:
         rows = by_kind.get(kind, [])
         if not rows:
             continue
@@ -402,6 +439,10 @@ def table(report: Report) -> str:
     exits = report.unexpected_exits
     lines.append(f"unexpected service exits (restarted): {len(exits)} {exits}")
     lines.append(f"load: {report.load}")
+    for where, pause in report.load.get("longest_pause", {}).items():
+        lines.append(
+            f"longest pause seen by a player ({where}): {pause['seconds']}s on {pause['stream']}"
+        )
     lines.append("")
     for c in report.checks:
         lines.append(f"{'PASS' if c['ok'] else 'FAIL'}  {c['name']}: {c['detail']}")

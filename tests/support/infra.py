@@ -217,12 +217,21 @@ class Infrastructure:
 
 
 def _admin_conninfo(sqlalchemy_url: str) -> str:
-    """A libpq URI for psycopg.connect from a SQLAlchemy URL."""
+    """A libpq URI for psycopg.connect from a SQLAlchemy URL. A multi-host URL (SQLAlchemy's
+    repeated ``host=h:p``; deploy/postgres-ha.sh) becomes libpq's ``host=h1,h2&port=p1,p2``:
+    libpq would keep only the last of repeated ``host`` parameters."""
+    from urllib.parse import quote
+
     from sqlalchemy.engine import make_url
 
-    return (
-        make_url(sqlalchemy_url).set(drivername="postgresql").render_as_string(hide_password=False)
-    )
+    url = make_url(sqlalchemy_url).set(drivername="postgresql")
+    hosts = url.query.get("host")
+    if not isinstance(hosts, tuple) or len(hosts) < 2:
+        return url.render_as_string(hide_password=False)
+    names, ports = zip(*(h.rsplit(":", 1) for h in hosts), strict=True)
+    rest = url.difference_update_query(["host"]).render_as_string(hide_password=False)
+    joined = f"host={quote(','.join(names))}&port={','.join(ports)}"
+    return f"{rest}{'&' if '?' in rest else '?'}{joined}"
 
 
 @contextlib.contextmanager

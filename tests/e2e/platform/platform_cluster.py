@@ -14,10 +14,11 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import ModuleType
 
+from tests.chaos.partition import in_cgroup
 from tests.support.auth import checkpoint_keys_env, write_keys
 from tests.support.infra import fresh_database
 
@@ -61,6 +62,9 @@ class Cluster:
         self.cwd = cwd
         #: ELECTRIC_KAFKA_NAMESPACE of this run (its topics are ``<namespace>.electric.…``).
         self.namespace = namespace
+        #: Processes started inside a cgroup (v2) of their own: the chaos run's network
+        #: partition matches their sockets by it (tests/chaos/partition.py).
+        self.cgroups: dict[str, Path] = {}
 
     def instances(self, service: str) -> list[str]:
         """The process names of ``service``: ``table``, then ``table-2``, ``table-3`` …"""
@@ -77,8 +81,11 @@ class Cluster:
     def start(self, name: str) -> None:
         proc = self.procs[name]
         log = proc.log_path.open("ab")  # type: ignore[attr-defined]
+        argv = [sys.executable, "-m", f"electric_{name.split('-')[0]}"]
+        if name in self.cgroups:  # every socket it opens is tagged with its cgroup
+            argv = in_cgroup(argv, self.cgroups[name])
         proc.popen = subprocess.Popen(  # type: ignore[attr-defined]
-            [sys.executable, "-m", f"electric_{name.split('-')[0]}"],
+            argv,
             env=self.envs[name],
             cwd=self.cwd,
             stdout=log,
@@ -108,6 +115,7 @@ def run_cluster(
     namespace: str | None = None,
     table_instances: int = 1,
     serving_timeout: float = 90.0,
+    cgroup_for: Callable[[str, tuple[int, ...]], Path | None] | None = None,
 ) -> Iterator[Cluster]:
     """Start the four services (own database each, shared Kafka; the test session's token
     keys written into ``tmp/keys``: each service verifies with the public JWKS file and signs
@@ -119,7 +127,10 @@ def run_cluster(
 
     ``table_instances`` > 1 runs the table service as that many processes on one database
     (``ELECTRIC_TABLE_OWNERSHIP=partitions``, issue 17): ``table``, ``table-2`` …; the
-    other services and the bots reach them through one target naming them all."""
+    other services and the bots reach them through one target naming them all.
+
+    ``cgroup_for(name, (grpc port, metrics port))``: the cgroup a process starts in, or
+    None (the chaos run's partitions)."""
     ns = namespace if namespace is not None else f"e2e-{uuid.uuid4().hex[:12]}"
     procs: dict[str, object] = {}
     envs: dict[str, dict[str, str]] = {}
@@ -158,6 +169,10 @@ def run_cluster(
             }
             if table_instances > 1 and name.split("-")[0] == "table":
                 envs[name].update(fleet, ELECTRIC_TABLE_ADVERTISED_ADDRESS=p.target)  # type: ignore[attr-defined]
+        for name, p in procs.items():
+            ports = (p.grpc_port, p.metrics_port)  # type: ignore[attr-defined]
+            if cgroup_for is not None and (where := cgroup_for(name, ports)) is not None:
+                cluster.cgroups[name] = where
         try:
             for name in procs:
                 cluster.start(name)

@@ -1,0 +1,224 @@
+"""The chaos run's replicated infrastructure (issue 28): a 3-broker Kafka cluster and
+PostgreSQL with automatic failover, each the repo's own script on free loopback ports and a
+private directory (``deploy/kafka.sh cluster``, ``deploy/postgres-ha.sh``).
+
+Both classes answer what :class:`tests.chaos.faults.Injector` asks of the single-server
+ones (``up``/``down``, ``stop``/``restart_fast``/``pause`` for the old fault kinds, and what
+is missing for the supervisor), and add the faults only a replicated set-up survives:
+
+* :meth:`PrivateKafkaCluster.lose_broker`: a broker killed and its data deleted (a lost
+  disk), then a replacement with the same node id, formatted anew, that re-replicates;
+* :meth:`PrivatePostgresHA.fail_over`: the primary killed (keeper and server, a lost
+  machine), the monitor promotes the synchronous standby, the old node rejoins as a standby.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from tests.chaos.infra import _script, alive, free_port
+from tests.support.ports import free_port_run
+
+BROKERS = (1, 2, 3)
+
+
+class PrivateKafkaCluster:
+    """One KRaft controller and three brokers in ``directory`` (replication factor 3,
+    ``min.insync.replicas`` 2: the settings docs/running.md recommends for production)."""
+
+    external = None  # never a shared cluster: every fault here stops one of its brokers
+
+    def __init__(self, directory: Path) -> None:
+        self.dir = directory
+        first = free_port_run(3, 30000, 39000)
+        self.ports = {n: first + n - 1 for n in BROKERS}
+        self.env = {
+            **os.environ,
+            "ELECTRIC_KAFKA_CLUSTER_DIR": str(directory),
+            "KAFKA_CLUSTER_PORT": str(first),
+            "KAFKA_CLUSTER_CONTROLLER_PORT": str(free_port()),
+            "KAFKA_CLUSTER_HEAP": "320m",
+        }
+        self.bootstrap = ",".join(f"127.0.0.1:{p}" for p in self.ports.values())
+        #: What the services need to create their topics replicated and write with acks=all.
+        self.service_env = {
+            "ELECTRIC_KAFKA_REPLICATION_FACTOR": "3",
+            "ELECTRIC_KAFKA_MIN_INSYNC_REPLICAS": "2",
+        }
+
+    def _cluster(self, *args: str, timeout: float = 300) -> str:
+        return _script("kafka.sh", ["cluster", *args], self.env, timeout)
+
+    def up(self) -> None:
+        self._cluster("up")
+
+    def down(self) -> None:
+        self._cluster("down", timeout=180)
+
+    def broker_pid(self, n: int) -> int | None:
+        try:
+            return int((self.dir / f"node-{n}" / "pid").read_text().strip())
+        except (OSError, ValueError):
+            return None
+
+    def missing(self) -> list[int]:
+        """Brokers whose process is gone (the supervisor starts them again)."""
+        return [n for n in BROKERS if not alive(self.broker_pid(n))]
+
+    def revive(self, n: int) -> None:
+        self._cluster("start", str(n))
+
+    def stop(self, hard: bool, broker: int = 1) -> None:
+        """The old ``kafka_restart`` fault, on one broker: kill -9 or SIGTERM."""
+        if hard:
+            self._cluster("kill", str(broker))
+            return
+        pid = self.broker_pid(broker)
+        if pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + 60
+            while alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+    def lose_broker(self, n: int, away: float) -> str:
+        """Broker ``n`` killed with its data deleted; ``away`` s later a replacement (same
+        node id, empty disk) starts and re-replicates every partition it holds."""
+        self._cluster("wipe", str(n))
+        time.sleep(away)
+        began = time.monotonic()
+        self._cluster("start", str(n))
+        took = time.monotonic() - began
+        return f"broker {n} wiped, replacement after {away:.1f}s, up in {took:.1f}s"
+
+
+class PrivatePostgresHA:
+    """pg_auto_failover: a monitor and three data nodes, one synchronous standby required.
+
+    ``directory`` must be reachable by the ``postgres`` OS user (the runner puts it under
+    /var/tmp). ``url`` names every node; libpq keeps the one that accepts writes."""
+
+    def __init__(self, directory: Path) -> None:
+        self.dir = directory
+        self.env = {
+            **os.environ,
+            "PGHA_PORT": str(free_port_run(4, 30000, 39000)),
+            "ELECTRIC_PGHA_DIR": str(directory),
+        }
+        self.url = ""
+
+    def _ha(self, *args: str, timeout: float = 600) -> str:
+        return _script("postgres-ha.sh", list(args), self.env, timeout)
+
+    def up(self) -> None:
+        self._ha("up")
+        self.url = self._ha("url")
+
+    def down(self) -> None:
+        self._ha("down", timeout=300)
+
+    def primary(self) -> int:
+        return int(self._ha("primary", timeout=30))
+
+    def _node_data(self, n: int) -> Path:
+        return self.dir / f"node{n}" / "data"
+
+    def pids(self) -> list[int]:
+        """The primary's postmaster and its children (what ``slow_disk`` stops), or [] when
+        no node is primary right now (a failover in progress)."""
+        try:
+            n = self.primary()
+        except RuntimeError:
+            return []
+        try:
+            master = int((self._node_data(n) / "postmaster.pid").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return []
+        children = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            if ppid == master:
+                children.append(int(stat.parent.name))
+        return [master, *children]
+
+    def missing(self) -> list[int]:
+        """Data nodes whose keeper is gone (the supervisor restarts them: they rejoin)."""
+        out = []
+        for n in (1, 2, 3):
+            try:
+                pid = int((self.dir / f"node{n}" / "keeper.pid").read_text().split()[0])
+            except (OSError, ValueError, IndexError):
+                pid = None
+            if not alive(pid):
+                out.append(n)
+        return out
+
+    def revive(self, n: int) -> None:
+        self._ha("start", str(n), timeout=120)
+
+    def restart_fast(self) -> None:
+        """The old ``pg_restart`` fault, on the primary: ``pg_ctl restart -m fast`` (its
+        keeper sees a restart, not a lost node: no failover)."""
+        n = self.primary()
+        bindirs = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))
+        subprocess.run(
+            [
+                *(["runuser", "-u", "postgres", "--"] if os.getuid() == 0 else []),
+                *(str(bindirs[-1]) if bindirs else "pg_ctl", "-D", str(self._node_data(n))),
+                *("-m", "fast", "-w", "-t", "120", "restart"),
+                *("-l", str(self.dir / f"node{n}" / "restart.log")),
+            ],
+            cwd="/",
+            capture_output=True,
+            check=True,
+            timeout=180,
+        )
+
+    def pause(self, seconds: float) -> int:
+        """Slow disk on the primary: its database processes stopped for ``seconds``. The
+        monitor may see it unhealthy and fail over (as it would a disk that slow)."""
+        stopped = []
+        try:
+            for pid in self.pids():
+                try:
+                    os.kill(pid, signal.SIGSTOP)
+                    stopped.append(pid)
+                except ProcessLookupError:
+                    pass
+            time.sleep(seconds)
+        finally:
+            for pid in reversed(stopped):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
+        return len(stopped)
+
+    def fail_over(self, away: float, timeout: float = 180.0) -> str:
+        """Kill the primary (keeper and server); wait until another node is primary; after
+        ``away`` s in all, restart the old node's keeper (it rejoins as a standby)."""
+        old = self.primary()
+        began = time.monotonic()
+        self._ha("kill", str(old), timeout=60)
+        new = None
+        while time.monotonic() - began < timeout:
+            with contextlib.suppress(RuntimeError, ValueError):
+                got = self.primary()
+                if got != old:
+                    new = got
+                    break
+            time.sleep(0.5)
+        promoted = time.monotonic() - began
+        if new is None:
+            raise TimeoutError(f"no standby promoted {timeout:.0f}s after node {old} was killed")
+        time.sleep(max(0.0, away - promoted))
+        self.revive(old)
+        return f"node {old} killed, node {new} primary after {promoted:.1f}s, node {old} rejoining"
