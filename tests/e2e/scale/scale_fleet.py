@@ -28,6 +28,8 @@ from electric_eventlog import schema as es
 from electric_table.store import tables as tt
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from tests.chaos.partition import Partitions, in_cgroup
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -76,8 +78,11 @@ class TableFleet:
     env: Mapping[str, str]
     tmp: Path
     members: list[Member] = field(default_factory=list)
+    #: When set, each instance starts in a cgroup of its own, so it can be cut off the
+    #: network (tests/chaos/partition.py): ``partitions.cut(f"table-{no}")``.
+    partitions: Partitions | None = None
 
-    def add(self) -> Member:
+    def add(self, extra_env: Mapping[str, str] | None = None) -> Member:
         """Start one more instance (returns at once; :meth:`wait_serving` waits)."""
         no = len(self.members) + 1
         member = Member(no, free_port(), self.tmp / f"table-{no}.log")
@@ -88,10 +93,14 @@ class TableFleet:
             "ELECTRIC_GRPC_PORT": str(member.port),
             "ELECTRIC_METRICS_PORT": "-1",
             "ELECTRIC_TABLE_ADVERTISED_ADDRESS": member.address,
+            **(extra_env or {}),
         }
+        argv = [sys.executable, "-m", "electric_table"]
+        if self.partitions is not None:
+            argv = in_cgroup(argv, self.partitions.cgroup(f"table-{no}", (member.port,)))
         with member.log_path.open("ab") as log:
             member.popen = subprocess.Popen(
-                [sys.executable, "-m", "electric_table"],
+                argv,
                 env=env,
                 cwd=self.tmp,
                 stdout=log,

@@ -12,6 +12,14 @@ nothing stored). Before issue 28's fix A took the tables back at the retried Act
 partition it still believed its own) and appended ActionTaken to them. B and C resume and
 the tables go on.
 
+The same with A cut off the network instead of stopped (``fault="partition"``: iptables drops
+every packet of its connections, tests/chaos/partition.py): A runs on through the cut, its
+timers fire and its writes hang on connections that carry nothing; the group moves its
+partitions once its session times out on the broker. When the cut heals (B and C stopped),
+its stalled writes and the players' Acts reach the database and are refused. B and C run
+with a 20 s session here, so that A's connections, backed off by TCP during the cut, have
+come back before the group would give A its tables again.
+
 No bots: apart from those Acts the players never act, every turn ends on the action timer,
 so each table writes every couple of seconds by itself (the driver's writes are the ones
 fencing must stop too). ``ELECTRIC_E2E_FENCING_RUNS`` (default 1) runs the whole test that
@@ -36,6 +44,8 @@ from electric_eventlog import EventStore
 from electric_eventlog.kafka import KafkaBus
 from scale_fleet import StoreProbe, TableFleet, base_env
 
+from tests.chaos.partition import Partitions
+from tests.chaos.partition import ensure as ensure_partitions
 from tests.support.auth import auth_env
 from tests.support.table_kit import check_stream, decode_stream, md, registration_messages
 
@@ -133,9 +143,10 @@ async def _fresh_act(address: str, table_id: str) -> str:
     return "none" if got is None else await _act(address, *got, 1.5)
 
 
+@pytest.mark.parametrize("fault", ["pause", "partition"])
 @pytest.mark.parametrize("run", range(1, RUNS + 1))
 async def test_a_paused_owner_with_acts_in_flight_stores_nothing_on_its_moved_tables(
-    run: int, fresh_pg_url: str, kafka_bootstrap: str, tmp_path: Path
+    run: int, fault: str, fresh_pg_url: str, kafka_bootstrap: str, tmp_path: Path
 ) -> None:
     namespace = f"e2e-scale-fence-{uuid.uuid4().hex[:10]}"
     env = {
@@ -147,11 +158,19 @@ async def test_a_paused_owner_with_acts_in_flight_stores_nothing_on_its_moved_ta
         "ELECTRIC_VAR_DIR": str(tmp_path / "var"),
         "ELECTRIC_SHUTDOWN_GRACE_SECONDS": "3",
     }
-    fleet = TableFleet(fresh_pg_url, env, tmp_path)
+    partitions = None
+    if fault == "partition":
+        ensure_partitions()
+        partitions = Partitions()
+    fleet = TableFleet(fresh_pg_url, env, tmp_path, partitions=partitions)
     probe = StoreProbe(fresh_pg_url)
+    # How long A may run alone after the fault ends before B's and C's sessions expire.
+    alone = 4.5 if partitions is None else 12.0
     try:
-        for _ in range(3):  # together: one migrates (advisory lock), the others wait
-            fleet.add()
+        for k in range(3):  # together: one migrates (advisory lock), the others wait
+            # Cut off, the first is A; B and C keep a 20 s session (the docstring says why).
+            longer = partitions is not None and k > 0
+            fleet.add({"ELECTRIC_TABLE_SESSION_TIMEOUT_MS": "20000"} if longer else None)
         await asyncio.to_thread(fleet.wait_serving)
         ids = [str(uuid.uuid4()) for _ in range(TABLES)]
         await _publish_tables(kafka_bootstrap, namespace, ids)
@@ -169,15 +188,31 @@ async def test_a_paused_owner_with_acts_in_flight_stores_nothing_on_its_moved_ta
         by_owner: dict[str, list[str]] = {}
         for t in ids:
             by_owner.setdefault(owners[t][1], []).append(t)
-        a = fleet.by_address(max(by_owner, key=lambda k: len(by_owner[k])))
+        if partitions is None:
+            a = fleet.by_address(max(by_owner, key=lambda k: len(by_owner[k])))
+        else:  # the one with the default session (split() says it owns tables)
+            a = fleet.members[0]
         others = [m for m in fleet.members if m is not a]
         moved = by_owner[a.address]
+
+        def stop_a() -> None:
+            if partitions is None:
+                fleet.signal(a, signal.SIGSTOP)
+            else:
+                partitions.cut(f"table-{a.no}")
+
+        def resume_a() -> None:
+            if partitions is None:
+                fleet.signal(a, signal.SIGCONT)
+            else:
+                partitions.heal(f"table-{a.no}")
 
         # A is sent an Act for each of its tables and stops at once, holding them in flight.
         acts = [got for t in moved if (got := await _next_act(a.address, t)) is not None]
         in_flight = [asyncio.create_task(_act(a.address, p, r, 60)) for p, r in acts]
         await asyncio.sleep(0.02)  # sent (some answered, some not yet): then A stops
-        fleet.signal(a, signal.SIGSTOP)
+        gave_up_before = a.count(r'"table\.(disowned|partitions_revoked)"')
+        stop_a()
         before = probe.heads(moved)
         owners = probe.owners()
         taken = {t: owners[t][0] for t in moved}
@@ -202,18 +237,20 @@ async def test_a_paused_owner_with_acts_in_flight_stores_nothing_on_its_moved_ta
         tried = r'"table\.(fenced|write_failed)"'
         fenced_before, tried_before = a.count(r'"table\.fenced"'), a.count(tried)
         s1_owners, s1_heads = probe.owners(), probe.heads(moved)
-        fleet.signal(a, signal.SIGCONT)
+        resume_a()
         try:
             # A's timers are overdue and its Acts in flight go on: it writes at once and is
             # refused. The players retry (same request ids) and act anew, straight to A: the
             # calls that made a stale owner take its tables back. All within a few seconds:
             # B and C must be back before their session times out, else the group would
             # give A everything again.
-            deadline = time.monotonic() + 4.5
+            deadline = time.monotonic() + alone
             await asyncio.sleep(0.3)
             calls = [asyncio.create_task(_act(a.address, p, r, 1.5)) for p, r in acts]
             calls += [asyncio.create_task(_fresh_act(a.address, t)) for t in moved]
             await asyncio.wait(calls, timeout=max(0.1, deadline - time.monotonic()))
+            while a.count(tried) == tried_before and time.monotonic() < deadline - 0.5:
+                await asyncio.sleep(0.2)  # a healed A: its connections back after TCP's backoff
             s2_owners, s2_heads = probe.owners(), probe.heads(moved)
         finally:
             for m in others:
@@ -231,7 +268,10 @@ async def test_a_paused_owner_with_acts_in_flight_stores_nothing_on_its_moved_ta
         assert {t: s2_owners[t] for t in moved} == {t: s1_owners[t] for t in moved}, a.log()
         assert {t: s2_heads[t] for t in moved} == {t: s1_heads[t] for t in moved}, a.log()
         assert attempts >= 1, f"A never tried to write\n{a.log()}"
-        assert a.count(r'"table\.disowned"') >= 1
+        if partitions is None:  # its writes were fenced, and it let the tables go
+            assert a.count(r'"table\.disowned"') >= 1
+        else:  # cut off, it let them go by itself (its heartbeats failed) or when fenced
+            assert a.count(r'"table\.(disowned|partitions_revoked)"') > gave_up_before, a.log()
         for task in [*in_flight, *calls]:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -252,3 +292,5 @@ async def test_a_paused_owner_with_acts_in_flight_stores_nothing_on_its_moved_ta
     finally:
         fleet.stop_all()
         probe.close()
+        if partitions is not None:
+            partitions.close()
