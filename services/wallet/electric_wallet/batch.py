@@ -15,8 +15,10 @@ the whole batch in two, the way TigerBeetle applies a batch of transfers:
    it touches, taken from the batch's running ledger — so it sees the effects of the
    commands before it, exactly as if they had committed before it; a command that is
    refused (insufficient funds, wrong state …) changes nothing and gets its error; then
-   ONE statement writes every projection row (relative balance updates, statement lines),
-   ONE insert every event and outbox row, and the COMMIT — the second round trip.
+   ONE statement writes every projection row (the projector's ``store.write`` of the
+   batch's fold: relative balance updates, transfers, statement lines), ONE insert every
+   event and outbox row (encoded by ``codec.prepare``), and the COMMIT — the second round
+   trip.
 
 If anything unexpected happens in step 2's write (or a pre-check of an expected version
 fails, which the locks make impossible), the write is rolled back to a savepoint and the
@@ -98,13 +100,6 @@ class WalletCommand:
     locks: Callable[[], Iterable[str]] | None
     correlation_id: str
     causation_id: str
-
-
-def resolves_stream(event: d.Event) -> bool:
-    """True for the resolution of a pending transfer (appended at expected version 1)."""
-    return isinstance(event, d.TransferVoided) or (
-        isinstance(event, d.TransferPosted) and event.was_pending
-    )
 
 
 def execute_batch(conn: Connection, cmds: list[WalletCommand], commit: bool) -> list[object] | None:
@@ -191,15 +186,15 @@ def execute_batch(conn: Connection, cmds: list[WalletCommand], commit: bool) -> 
             outcomes.append(exc)
             continue
         for event in events:
+            # The projector's fold (store.projections) and the mapper (codec): the same
+            # two the one-by-one path uses, so a batch writes what it would have written.
             changes.add(event, ledger)
             appends.append(
-                c.events.prepare(
-                    codec.stream_of(event),
-                    1 if resolves_stream(event) else 0,
-                    [codec.event_to_pb(event)],
+                codec.prepare(
+                    c.events,
+                    event,
                     correlation_id=c.correlation_id,
                     causation_id=c.causation_id,
-                    occurred_at=event.occurred_at,
                 )
             )
         outcomes.append(result)

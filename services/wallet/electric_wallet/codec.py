@@ -1,17 +1,30 @@
-"""The wire form of the ledger's facts: domain events and transfer specs ↔ the protobuf
-messages of ``electric.wallet.v1`` (``events.proto``, ``ledger.proto``), and the stream each
-event is appended to. Used to append (handlers), to fold the log back (store projections)
-and to keep a transfer's spec byte-for-byte (store rows). No I/O.
+"""The wallet's one mapper: a domain event becomes a stored record here and only here.
 
-The API's response messages are built in :mod:`.api`."""
+* domain events and transfer specs ↔ the protobuf messages of ``electric.wallet.v1``
+  (``events.proto``, ``ledger.proto``), and the stream and expected version of each event;
+* :func:`append` / :func:`prepare`: the only calls of the event store's append in the
+  wallet (the one-by-one path and the group-commit batch, ``batch.py``). The payload is
+  serialised once (``electric_eventlog.registry.pack``, deterministic): those bytes are
+  stored, hashed into the stream's chain and published to Kafka as they are;
+* :func:`decode`: the only read of a stored record back into a domain event (rebuilds).
+  Every stored format is read here, so an older one is upgraded in this one place. There
+  is one format so far (``electric.wallet.v1`` since the first release); proto3 defaults
+  fill absent fields and a spec stored without a ``code`` reads as ``"transfer"``.
+
+No SQL of its own (the event store runs it). The API's response messages are built in
+:mod:`.api`; a transfer row keeps its spec through :func:`spec_to_pb` (store rows)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from datetime import datetime
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime
 
+from electric.eventlog.v1.envelope_pb2 import Envelope
 from electric.wallet.v1 import events_pb2, ledger_pb2
+from electric_eventlog.pgbatch import PreparedAppend
+from electric_eventlog.store import EventStore
 from google.protobuf.message import Message
+from sqlalchemy import Connection
 
 from . import domain as d
 
@@ -156,3 +169,67 @@ def stream_of(event: d.Event) -> str:
     if isinstance(event, d.TransferVoided):
         return f"wallet-transfer-{event.transfer_id}"
     return f"wallet-transfer-{event.request.transfer_id}"
+
+
+def expected_version(event: d.Event) -> int:
+    """The version the event's stream must have: a creation expects a new stream (0), the
+    resolution of a pending transfer expects its creation (1). So the event store itself
+    refuses a second creation or a second resolution of the same transfer."""
+    resolves = isinstance(event, d.TransferVoided) or (
+        isinstance(event, d.TransferPosted) and event.was_pending
+    )
+    return 1 if resolves else 0
+
+
+# --------------------------------------------------------------------------- the store
+
+
+def append(
+    events: EventStore,
+    conn: Connection,
+    facts: Sequence[d.Event],
+    *,
+    correlation_id: str,
+    causation_id: str,
+) -> None:
+    """Append each fact to its stream in ``conn``'s transaction (one by one path)."""
+    for event in facts:
+        events.append(
+            conn,
+            stream_of(event),
+            expected_version(event),
+            [event_to_pb(event)],
+            correlation_id=correlation_id,
+            causation_id=causation_id,
+            occurred_at=event.occurred_at,
+        )
+
+
+def prepare(
+    events: EventStore, event: d.Event, *, correlation_id: str, causation_id: str
+) -> PreparedAppend:
+    """The same append as :func:`append`, encoded ahead for a batch's one insert."""
+    return events.prepare(
+        stream_of(event),
+        expected_version(event),
+        [event_to_pb(event)],
+        correlation_id=correlation_id,
+        causation_id=causation_id,
+        occurred_at=event.occurred_at,
+    )
+
+
+def decode(events: EventStore, envelope: Envelope) -> d.Event | None:
+    """The domain event of a stored record (upgraded from any older form: module doc);
+    None for a record that is not a wallet event."""
+    if envelope.event_type not in EVENT_TYPE_NAMES:
+        return None
+    return event_from_pb(events.decode(envelope), envelope.occurred_at.ToDatetime(tzinfo=UTC))
+
+
+def read_all(events: EventStore, conn: Connection) -> Iterator[d.Event]:
+    """Every wallet event of the store, in global order."""
+    for envelope in events.iter_all(conn):
+        event = decode(events, envelope)
+        if event is not None:
+            yield event

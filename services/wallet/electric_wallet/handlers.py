@@ -1,5 +1,7 @@
-"""Application service of the wallet: load state, run the ledger's decision, append the
-events and update the projections in ONE database transaction.
+"""Application service of the wallet: load state, run the ledger's decision, then in ONE
+database transaction hand the decided events to the projector (``store.project``, the one
+writer of the wallet's rows) and to the mapper (``codec.append``, the one caller of the
+event store's append). The handlers write no rows of their own.
 
 Synchronous and thread-safe (the gRPC layer calls it through ``asyncio.to_thread``). Every
 command is retried on a lost race — :class:`electric_eventlog.ConcurrencyError`,
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TypeVar
@@ -33,7 +35,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 
 from . import codec, store
 from . import domain as d
-from .batch import WalletCommand, execute_batch, resolves_stream
+from .batch import WalletCommand, execute_batch
 
 R = TypeVar("R")
 
@@ -131,8 +133,16 @@ class Wallet:
                 # On PostgreSQL the projection write is pipelined: it reaches the
                 # server in the same round trip as the store's position allocation.
                 with store.pipeline(conn) as pipelined:
-                    store.save(conn, before, events, queue=pipelined)
-                    self._append(conn, events)
+                    store.project(conn, before, events, queue=pipelined)
+                    codec.append(
+                        self.events,
+                        conn,
+                        events,
+                        correlation_id=correlation_id() or request_id(),
+                        # The caller's cause (x-causation-id, e.g. the TableFilled owing
+                        # a buy-in post), else the request itself.
+                        causation_id=causation_id() or request_id(),
+                    )
             return result
 
         def attempt() -> R:
@@ -174,22 +184,6 @@ class Wallet:
         if self.observe is not None:
             self.observe(result)
         return result
-
-    def _append(self, conn: Connection, events: Sequence[d.Event]) -> None:
-        """Append each event to its stream: creations expect a new stream, resolutions of
-        a pending transfer expect version 1 (so a transfer resolves at most once)."""
-        for event in events:
-            self.events.append(
-                conn,
-                codec.stream_of(event),
-                1 if resolves_stream(event) else 0,
-                [codec.event_to_pb(event)],
-                correlation_id=correlation_id() or request_id(),
-                # The caller's cause (x-causation-id, e.g. the TableFilled owing a buy-in
-                # post), else the request itself.
-                causation_id=causation_id() or request_id(),
-                occurred_at=event.occurred_at,
-            )
 
     def _read(self) -> Connection:
         return read_only(self.engine.connect())

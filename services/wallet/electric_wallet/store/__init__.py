@@ -1,28 +1,26 @@
 """The wallet's storage: tables (:mod:`.tables`), their migrations (``migrations/``), the
-row mapping (:mod:`.rows`), the repository (:mod:`.repository`, with its PostgreSQL fast
-path in :mod:`.postgres`) and the rebuild/check of the projections (:mod:`.projections`).
-No SQL of the wallet lives outside this package.
+row mapping (:mod:`.rows`), the repository's reads (:mod:`.repository`, with its
+PostgreSQL fast path in :mod:`.postgres`) and the one projector that writes every row,
+live and for rebuilds (:mod:`.projections`). No SQL of the wallet lives outside this
+package.
 
-The repository's functions are re-exported here: ``from electric_wallet import store``,
-then ``store.load(...)``, ``store.save(...)``.
+The functions the handlers use are re-exported here: ``from electric_wallet import
+store``, then ``store.load(...)``, ``store.project(...)``.
 """
 
 from __future__ import annotations
 
 from .postgres import pipeline
+from .projections import Changes, project, wipe, write
 from .repository import (
-    Changes,
     guarded,
     load,
     load_for_resolution,
     load_transfer,
     migrate,
     player_funds,
-    save,
     statement_page,
     system_balances,
-    wipe,
-    write,
 )
 from .rows import account_from_row, entry_from_row, entry_row, transfer_from_row, transfer_row
 from .tables import VERSION_TABLE, VERSIONS_DIR, accounts, entries, metadata, transfers
@@ -44,7 +42,7 @@ __all__ = [
     "migrate",
     "pipeline",
     "player_funds",
-    "save",
+    "project",
     "statement_page",
     "system_balances",
     "transfer_from_row",

@@ -1,5 +1,6 @@
-"""The repository: loads and saves ledger state, reads the statement and the balances the
-metrics show. Synchronous (the handlers run it in a worker thread).
+"""The repository: loads ledger state for a command, reads the statement and the balances
+the metrics show. Synchronous (the handlers run it in a worker thread). It writes nothing:
+every row is written by the projector (:mod:`.projections`).
 
 Locking (see docs/wallet.md): a command locks the rows of every account it touches with
 ``SELECT ... FOR UPDATE`` in account-id order before it reads balances, so two commands on
@@ -7,22 +8,21 @@ the same account serialise and neither can overdraw; the sorted order rules out 
 The event store's append then takes its global position lock (always last). SQLite has a
 single writer (``BEGIN IMMEDIATE``), so there the whole transaction is serialised anyway.
 
-On PostgreSQL with psycopg 3 the same reads and writes take the fast path of
+On PostgreSQL with psycopg 3 the same reads take the fast path of
 :mod:`.postgres`; elsewhere the generic SQLAlchemy code below runs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 
 from electric_eventlog.migrate import migrate as migrate_eventlog
 from electric_eventlog.migrate import upgrade
-from sqlalchemy import Connection, Engine, bindparam, delete, func, insert, select, update
+from sqlalchemy import Connection, Engine, func, select
 
 from .. import domain as d
-from .postgres import pg_load, pg_save, psycopg_of
-from .rows import account_from_row, entry_from_row, entry_row, transfer_from_row, transfer_row
+from .postgres import pg_load, psycopg_of
+from .rows import account_from_row, entry_from_row, transfer_from_row
 from .tables import VERSION_TABLE, VERSIONS_DIR, accounts, entries, metadata, transfers
 
 
@@ -104,119 +104,6 @@ def load_for_resolution(
     if transfer_id not in ledger.transfers:
         raise d.NotFound(f"transfer {transfer_id} does not exist")
     return ledger
-
-
-@dataclass
-class Changes:
-    """What a run of events writes to the projections: the accounts it opens, the
-    accounts and transfers it touches and its statement lines, in order."""
-
-    opened: list[d.AccountOpened] = field(default_factory=list)
-    touched: set[str] = field(default_factory=set)
-    touched_transfers: set[str] = field(default_factory=set)
-    lines: list[d.Entry] = field(default_factory=list)
-
-    def add(self, event: d.Event, state: d.Ledger) -> None:
-        """Record ``event`` and fold it into ``state`` (the ledger just before it)."""
-        self.lines += d.entries_for(event, state)
-        if isinstance(event, d.AccountOpened):
-            self.opened.append(event)
-        else:
-            legs: list[d.Leg] = []
-            if isinstance(event, d.TransferVoided):
-                self.touched_transfers.add(event.transfer_id)
-            else:
-                self.touched_transfers.add(event.request.transfer_id)
-                legs += event.legs
-            if not isinstance(event, d.TransferPending):
-                legs += event.released_legs
-            for leg in legs:
-                self.touched.update((leg.debit, leg.credit))
-        state.apply(event)
-
-
-def save(
-    conn: Connection, before: d.Ledger, events: Sequence[d.Event], *, queue: bool = False
-) -> d.Ledger:
-    """Write the projections of ``events`` (already decided on a copy of ``before``):
-    account rows, transfer rows and statement entries. Returns the state after them.
-
-    ``queue`` (PostgreSQL, inside :func:`pipeline`): send the write without waiting for
-    its result; it travels with the next statement that syncs (the event store's
-    position allocation), and an error in it is raised there."""
-    state = before.clone()
-    changes = Changes()
-    for event in events:
-        changes.add(event, state)
-    write(conn, before, state, changes, queue=queue)
-    return state
-
-
-def write(
-    conn: Connection, before: d.Ledger, state: d.Ledger, changes: Changes, *, queue: bool = False
-) -> None:
-    """Write ``changes`` (``before`` = the state as read, ``state`` = after them); see
-    :func:`save`. The batch executor records its changes as it decides and calls this."""
-    opened, touched, lines = changes.opened, changes.touched, changes.lines
-    touched_transfers = changes.touched_transfers
-    if psycopg_of(conn) is not None:
-        pg_save(conn, before, state, opened, touched, touched_transfers, lines, queue)
-        return
-    if opened:
-        conn.execute(
-            insert(accounts),
-            [
-                {
-                    "account_id": event.account_id,
-                    "kind": int(event.kind),
-                    "player_id": event.player_id,
-                    "posted": state.accounts[event.account_id].posted,
-                    "reserved": state.accounts[event.account_id].reserved,
-                    "incoming": state.accounts[event.account_id].incoming,
-                    "opened_at": event.occurred_at,
-                }
-                for event in opened
-            ],
-        )
-    new_ids = {event.account_id for event in opened}
-    if touched - new_ids:
-        # Relative, like the PostgreSQL path (there credited accounts are not locked);
-        # SQLite's single writer makes the lines' balances exact without an offset.
-        a = accounts.c
-        conn.execute(
-            update(accounts)
-            .where(a.account_id == bindparam("aid"))
-            .values(
-                posted=a.posted + bindparam("dp"),
-                reserved=a.reserved + bindparam("dr"),
-                incoming=a.incoming + bindparam("di"),
-            ),
-            [
-                {
-                    "aid": aid,
-                    "dp": state.accounts[aid].posted - before.accounts[aid].posted,
-                    "dr": state.accounts[aid].reserved - before.accounts[aid].reserved,
-                    "di": state.accounts[aid].incoming - before.accounts[aid].incoming,
-                }
-                for aid in sorted(touched - new_ids)
-            ],
-        )
-    for tid in sorted(touched_transfers):
-        t = state.transfers[tid]
-        if tid in before.transfers:
-            row = transfer_row(t)
-            del row["transfer_id"]
-            conn.execute(update(transfers).where(transfers.c.transfer_id == tid).values(**row))
-        else:
-            conn.execute(insert(transfers).values(**transfer_row(t)))
-    if lines:
-        conn.execute(insert(entries), [entry_row(e) for e in lines])
-
-
-def wipe(conn: Connection) -> None:
-    """Delete every projection row (before a rebuild)."""
-    for table in (entries, transfers, accounts):
-        conn.execute(delete(table))
 
 
 # --------------------------------------------------------------------------- queries

@@ -1,8 +1,9 @@
 """The wallet's tables (read models). All names start with ``wallet_``; no other service
 reads them.
 
-The event store (``electric_eventlog``) holds the facts; these tables are projections kept
-in the same transaction as every append (:mod:`.projections` rebuilds and checks them):
+The event store (``electric_eventlog``) holds the facts; these tables are projections
+written in the same transaction as every append, by the one projector (:mod:`.projections`,
+which also rebuilds and checks them):
 
 * ``wallet_accounts`` — one row per account: kind, owner, posted/reserved/incoming cents.
 * ``wallet_transfers`` — one row per transfer: the client's spec, legs, state.
