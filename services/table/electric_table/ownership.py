@@ -154,6 +154,8 @@ class PartitionOwnership:
         #: assignment that follows says whether they stay here (:meth:`_settle_suspended`).
         self.suspended: dict[str, tuple[TableRuntime, float]] = {}
         self.kept = 0  # tables resumed without a rebuild after a rebalance (tests, logs)
+        #: One settle at a time (an assignment's and the sweep's): a table resumed once.
+        self._settling = asyncio.Lock()
 
     @property
     def owner(self) -> str:
@@ -168,6 +170,13 @@ class PartitionOwnership:
         """Whether ``table_id`` is on a partition this instance holds."""
         return self.holds_partition(partition_for(table_id, self.partitions))
 
+    def serves(self, table_id: str) -> bool:
+        """Whether calls on ``table_id`` are served here now: its partition is held and no
+        suspended runtime of it waits for the settle (until then: UNAVAILABLE, retry). A
+        copy loaded in that window took the table's epoch and the resume the next one over
+        it: the copy, left hosted under a stale epoch, was fenced at its next write."""
+        return self.owns(table_id) and table_id not in self.suspended
+
     def scope_resource(self, partition: int) -> str:
         """The fence of ``partition`` (the scope of its tables' fences)."""
         return f"{self.scope_prefix}{partition}"
@@ -176,7 +185,10 @@ class PartitionOwnership:
         """Take ``table_id``'s fencing epoch for this instance (own transaction, committed
         before the rebuild reads the stream, so the rebuild sees every write of the
         previous owner and none can follow). Raises ``PermissionError`` for a table of a
-        partition this instance does not hold."""
+        partition this instance does not hold, or for a suspended table (only its resume
+        takes its epoch: :meth:`serves`)."""
+        if table_id in self.suspended:
+            raise PermissionError(f"table {table_id} is being resumed here")
         return self.take(table_stream(table_id), partition_for(table_id, self.partitions))
 
     def take(self, resource: str, partition: int) -> Fence:
@@ -360,17 +372,23 @@ class PartitionOwnership:
         changed is rebuilt by the load that follows). ``older_than``: only those suspended
         at least that long (the sweep: a revocation no assignment followed). Returns how
         many were resumed."""
-        kept = 0
-        for table_id, (rt, since) in list(self.suspended.items()):
-            if time.monotonic() - since < older_than:
-                continue
-            del self.suspended[table_id]
-            if self.owns(table_id) and await self._resume(table_id, rt):
-                kept += 1
-            else:
-                self.manager.end_suspended(rt)
-        self.kept += kept
-        return kept
+        async with self._settling:
+            kept = 0
+            for table_id, (rt, since) in list(self.suspended.items()):
+                if time.monotonic() - since < older_than:
+                    continue
+                if self.suspended.get(table_id) != (rt, since):
+                    continue  # settled meanwhile
+                # Still in ``suspended`` while it resumes: nothing loads a copy meanwhile.
+                resumed = self.owns(table_id) and await self._resume(table_id, rt)
+                if self.suspended.get(table_id) == (rt, since):
+                    del self.suspended[table_id]
+                if resumed:
+                    kept += 1
+                else:
+                    self.manager.end_suspended(rt)
+            self.kept += kept
+            return kept
 
     async def _resume(self, table_id: str, rt: TableRuntime) -> bool:
         """Take ``table_id``'s epoch again and serve ``rt`` as it is, if no other instance
@@ -380,7 +398,8 @@ class PartitionOwnership:
         previous = rt.fence
         try:
             async with rt.lock:  # a command in flight finishes first
-                fence = await asyncio.to_thread(self.fence_for, table_id)
+                part = partition_for(table_id, self.partitions)
+                fence = await asyncio.to_thread(self.take, table_stream(table_id), part)
                 stored = await asyncio.to_thread(self._stream_version, table_id)
                 moved = previous is None or fence.epoch != previous.epoch + 1
                 if moved or rt.fenced or stored != rt.version:

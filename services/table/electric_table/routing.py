@@ -167,8 +167,9 @@ class TableRouter:
         raise Unavailable(f"table {table_id} is moving between instances; retry")
 
     def _owns(self, table_id: str) -> bool:
-        """Whether this instance serves ``table_id`` (its partition is assigned here)."""
-        return self.ownership.owns(table_id)
+        """Whether this instance serves ``table_id`` (its partition is assigned here, and
+        the table is not waiting to be resumed after a rebalance)."""
+        return self.ownership.serves(table_id)
 
     def _settled(self, table_id: str) -> bool:
         """Whether ``table_id`` exists and will never be driven again (finished, invalid)."""

@@ -394,14 +394,15 @@ def test_tables_are_kept_across_an_eager_rebalance_unless_they_moved(
     asyncio.run(_kept_across_rebalances(backend_engine))
 
 
-async def _resume_racing_a_load(engine: Engine) -> None:
-    """A rebalance gives a suspended table back (``_resume`` takes epoch 2) while a watcher's
-    load rebuilds it under epoch 3: ONE runtime must be left, the newer, and the other's
-    driver must stop. Before the fix the load installed its runtime over the resumed one
-    without stopping it: a stale driver fenced at every step, forever, whose fenced writes
-    disowned the current runtime (chaos run, seed 18: a table stalled, epochs 2 → 8)."""
-    import threading
-
+async def _load_in_the_resume_window(engine: Engine) -> None:
+    """A rebalance gives a suspended table back, and a call loads the table in the window
+    between the partition's scope being taken and the settle of its suspended runtime. The
+    load takes no epoch and loads nothing (calls answer UNAVAILABLE meanwhile: ``serves``),
+    and the suspended runtime is resumed under the next epoch: ONE runtime, driven, writing.
+    Before the fix the load took epoch 2 and the resume epoch 3 over it, refused itself
+    (the epoch had moved) and left the copy hosted under a stale epoch, fenced at its next
+    write. A load installing over a resumed runtime without stopping it, the older form of
+    this race, left a stale driver fenced at every step (chaos run, seed 18, epochs 2 → 8)."""
     stopping = asyncio.Event()
     inst = Instance(engine, "instance-a", stopping)
     forever = asyncio.Event()
@@ -410,47 +411,33 @@ async def _resume_racing_a_load(engine: Engine) -> None:
     _create_table(engine, inst.store, table_id)
     part = partition_for(table_id, PARTS)
     assert await inst.ownership.on_assigned([part]) == 1
+    await inst.deal(table_id)
     assert await inst.ownership.on_revoked([part]) == 1  # suspended, epoch 1
     old = inst.ownership.suspended[table_id][0]
 
-    took = threading.Event()  # the load took its epoch
-    fence_for, stream_version = inst.ownership.fence_for, inst.ownership._stream_version
+    in_the_window: list[object] = []
+    take_scopes = inst.ownership._take_scopes
 
-    def load_fence(tid: str) -> object:
-        fence = fence_for(tid)
-        took.set()
-        return fence
+    async def take_then_a_call_loads(partitions: object, *, force: bool = False) -> None:
+        await take_scopes(partitions, force=force)  # type: ignore[arg-type]
+        in_the_window.append(inst.ownership.serves(table_id))
+        in_the_window.append(await inst.manager.load(table_id))
 
-    def resume_reads_after_the_load_took_its_epoch(tid: str) -> int:
-        assert took.wait(10)
-        return stream_version(tid)
-
-    inst.manager.fencer = load_fence  # type: ignore[assignment]
-    inst.ownership._stream_version = resume_reads_after_the_load_took_its_epoch  # type: ignore[method-assign]
-
-    async def load_once_the_partition_is_taken() -> object:
-        # A table is taken only under its partition's fence, which the assignment takes
-        # first: the load races the resume from there.
-        while not inst.ownership.holds_partition(part):
-            await asyncio.sleep(0)
-        return await inst.manager.load(table_id)
-
-    _, loaded = await asyncio.gather(
-        inst.ownership.on_assigned([part]), load_once_the_partition_is_taken()
-    )
-    await asyncio.sleep(0.05)
+    inst.ownership._take_scopes = take_then_a_call_loads  # type: ignore[method-assign]
+    assert await inst.ownership.on_assigned([part]) == 0  # resumed, not rebuilt
+    assert in_the_window == [False, None]
     held = inst.manager.tables[table_id]
-    assert loaded is held and held is not old  # the load's rebuild, under the newer epoch
-    assert held.fence is not None and held.fence.epoch == 3
+    assert held is old and inst.ownership.kept == 1 and inst.ownership.serves(table_id)
+    assert held.fence is not None and held.fence.epoch == 2
     with engine.connect() as conn:
-        assert current(conn, table_stream(table_id))[0] == 3
-    assert old.task is None or old.task.done()  # the resumed copy drives nothing
+        assert current(conn, table_stream(table_id))[0] == 2
     assert held.task is not None and not held.task.done()
+    await inst.time_out(table_id)  # it writes under the epoch it holds
     forever.set()
     stopping.set()
     await inst.manager.close()
 
 
-def test_a_load_racing_a_resume_leaves_one_runtime(backend_engine: Engine) -> None:
+def test_a_load_in_the_resume_window_leaves_one_runtime(backend_engine: Engine) -> None:
     _migrate(backend_engine)
-    asyncio.run(_resume_racing_a_load(backend_engine))
+    asyncio.run(_load_in_the_resume_window(backend_engine))
