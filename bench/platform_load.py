@@ -47,9 +47,9 @@ class Probe:
 def install(probe: Probe) -> None:
     """Wrap the bot's Act, view handler and Register with the probes (this process only)."""
     from electric.table.v1 import table_pb2
-    from electric_bots import player
+    from electric_bots import player, table_play
 
-    session_cls: Any = player._TableSession
+    session_cls: Any = table_play.TableSession
     bot_cls: Any = player.BotPlayer
     orig_act = session_cls._act
     orig_view = session_cls.on_view

@@ -5,9 +5,10 @@ Life of a bot (:meth:`BotPlayer.run`):
 1. its wallet is funded by the operator ``Deposit`` RPC (the runner's cashier token);
 2. it registers entries at its tier while the runner allows (at most ``max_active`` open);
 3. ``WatchMyTables`` tells it when its tables change; for each entry it watches the table
-   (``WatchTable``; reopened when it ends or fails, e.g. UNAVAILABLE when the table moved to
-   another instance) and on its turn answers with ``Act`` quoting the hand and action
-   sequence it saw (or lets the timer run, sits out/in, selects a pre-turn action);
+   (``WatchTable``; resumed from the last sequence it handled when it ends or fails, e.g.
+   UNAVAILABLE when the table moved to another instance) and on its turn answers with ``Act``
+   quoting the hand and action sequence it saw (or lets the timer run, sits out/in, selects
+   a pre-turn action) until the table is over for it (:mod:`electric_bots.table_play`);
 4. draining, it stops registering, withdraws waiting entries, plays running tables out.
 Nothing here reads a service's database or bus: what a bot knows, a human client could know.
 """
@@ -25,32 +26,23 @@ from typing import Any, TypeVar
 import grpc
 from electric.common.v1 import errors_pb2
 from electric.registration.v1 import registration_pb2, registration_pb2_grpc
-from electric.table.v1 import table_pb2, table_pb2_grpc
+from electric.table.v1 import table_pb2_grpc
 from electric.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from electric_clients.errors import error_detail, token_expired
-from electric_domain.tournament.bots import Bot, Decide, GoSitOut
+from electric_domain.tournament.bots import Bot
 from electric_platform import Role, SigningKey, TokenSource
 from electric_platform.context import outgoing_metadata
 from electric_platform.log import get_logger
 from electric_platform.retry import Stopped, backoff_delay, retry_async
 
-from electric_bots.views import (
-    act_fields,
-    context_from_view,
-    is_my_turn,
-    my_seat,
-    offered_pre_actions,
-    pre_action_type,
-    safe_fields,
-)
+from electric_bots.table_play import TRANSIENT, Outcome, TableSession
 
 T = TypeVar("T")
 
 _log = get_logger("electric.bots")
 
-#: Status codes a bot waits out and retries (the server restarts, a table not started yet).
-_TRANSIENT = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
-_QUIET = {*_TRANSIENT, grpc.StatusCode.CANCELLED}
+#: How a WatchMyTables stream may end without it being an error (it is reopened).
+_QUIET = {*TRANSIENT, grpc.StatusCode.CANCELLED}
 #: Enough failures in a row for the longest backoff.
 _MANY_FAILURES = 16
 
@@ -80,6 +72,10 @@ class BotStats:
     tables_finished: set[str] = field(default_factory=set)
     #: Tables a bot played (saw running with its seat).
     tables_played: set[str] = field(default_factory=set)
+    #: Tables My Tables showed cancelled while a bot held an entry there.
+    tables_cancelled: set[str] = field(default_factory=set)
+    #: Tables a bot gave up: nothing new for ``BotPlayer.stall_seconds`` (also an error).
+    tables_abandoned: set[str] = field(default_factory=set)
     #: Last error messages (bounded), for diagnostics.
     last_errors: list[str] = field(default_factory=list)
     #: Other diagnostic lines (bounded), e.g. streams resubscribed after a silence.
@@ -177,6 +173,10 @@ class BotPlayer:
         self._deposit_no = 0
         #: Seconds without a table view after which the bot resubscribes.
         self.idle_seconds = 15.0
+        #: Seconds without anything new from a table (not waiting for players) after which
+        #: the bot gives it up: a live table moves every 20 s at most (10 s action timer +
+        #: 10 s time bank), an owner moves or fails over in well under a minute.
+        self.stall_seconds = 180.0
 
     # -- plumbing --------------------------------------------------------------------------
 
@@ -196,7 +196,7 @@ class BotPlayer:
         def retrying(err: Any, attempt: int, delay: float) -> None:  # only AioRpcError
             _log.debug("bot.retry", player=self.player_id, call=what, code=_code(err).name)
 
-        transient = lambda e: isinstance(e, grpc.aio.AioRpcError) and _code(e) in _TRANSIENT  # noqa: E731
+        transient = lambda e: isinstance(e, grpc.aio.AioRpcError) and _code(e) in TRANSIENT  # noqa: E731
         with contextlib.suppress(Stopped):
             return await retry_async(
                 fn, retry_on=transient, initial=0.2, maximum=1.0, stop=self._stop,
@@ -393,7 +393,7 @@ class BotPlayer:
 
     async def _play(self, table_id: str) -> None:
         try:
-            await self._play_table(table_id)
+            await self.play_table(table_id)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a bug in a bot must not stop the others
@@ -404,197 +404,6 @@ class BotPlayer:
             self._tasks.pop(table_id, None)
             self._changed.set()
 
-    async def _play_table(self, table_id: str) -> None:
-        session = _TableSession(self, table_id)
-        not_found = 0
-        while not self._stop.is_set():
-            stream = self._table.WatchTable(
-                table_pb2.WatchTableRequest(table_id=table_id), metadata=self._md()
-            )
-            try:
-                while True:
-                    # A view at least every few seconds while a game runs (timers); silence
-                    # means a lost update: resubscribe, the first view is the current one.
-                    # Before the first hand a silence is suspicious sooner.
-                    idle = 2.0 if session.starting else self.idle_seconds
-                    update = await asyncio.wait_for(stream.read(), timeout=idle)
-                    if not isinstance(update, table_pb2.WatchTableResponse):
-                        break  # grpc.aio.EOF: the server ended the stream
-                    not_found = 0
-                    # Views only: events followed by more events carry no snapshot.
-                    if update.HasField("table") and await session.on_view(update.table):
-                        return
-            except TimeoutError:
-                self._stats.resubscribes += 1
-                self._stats.note(f"resubscribed {table_id} after silence; last view {session.last}")
-            except grpc.aio.AioRpcError as err:
-                code = _code(err)
-                if code is grpc.StatusCode.NOT_FOUND:
-                    # Not started on the table service yet: wait for My Tables to change.
-                    not_found += 1
-                    await self._wait_change(min(0.25 * not_found, 2.0))
-                    continue
-                if code is grpc.StatusCode.CANCELLED and self._stop.is_set():
-                    return
-                if code not in _TRANSIENT and not token_expired(err):  # reopen, fresh token
-                    self._stats.error(f"WatchTable: {code.name}: {err.details()}")
-            finally:
-                stream.cancel()
-            if session.done:
-                return
-            if await self._sleep(0.2):
-                return
-
-
-class _TableSession:
-    """What one bot remembers about one table while it plays there."""
-
-    def __init__(self, bot: BotPlayer, table_id: str) -> None:
-        self.bot = bot
-        self.table_id = table_id
-        self.answered: tuple[int, int] | None = None
-        self.pre_action_hand = 0
-        self.sat_out_requested = False
-        self.sit_in_hand = 0
-        self.done = False
-        #: Message of the last FAILED_PRECONDITION/ABORTED refusal (lower case).
-        self.refused = ""
-        #: Short description of the last view (diagnostics).
-        self.last = ""
-        #: True until a view with a hand arrived.
-        self.starting = True
-
-    async def on_view(self, view: table_pb2.TableView) -> bool:
-        """React to a new view; True when the bot is finished at this table."""
-        bot = self.bot
-        stats = bot._stats
-        seat = my_seat(view)
-        self.last = (
-            f"v{view.version} {table_pb2.TableStatus.Name(view.status)} hand "
-            f"{view.hand.hand_number}/{view.hand.action_seq} to_act {view.hand.to_act_seat} "
-            f"me {view.your_seat} legal {len(view.legal_actions)}"
-        )
-        if view.status == table_pb2.TABLE_STATUS_FINISHED:
-            stats.tables_finished.add(self.table_id)
-            self.done = True
-            return True
-        if view.HasField("hand") and view.hand.hand_number > 0:
-            self.starting = False
-        if seat is None or view.status != table_pb2.TABLE_STATUS_RUNNING:
-            return False
-        stats.tables_played.add(self.table_id)
-        if seat.eliminated:
-            self.done = True
-            return True
-        hand_no = view.hand.hand_number if view.HasField("hand") else 0
-        if seat.sitting_out and hand_no != self.sit_in_hand and bot.strategy.wants_sit_in(hand_no):
-            self.sit_in_hand = hand_no
-            await self._command("SitIn", self._sit_in)
-            return False
-        if is_my_turn(view):
-            key = (view.hand.hand_number, view.hand.action_seq)
-            if key == self.answered:
-                return False
-            self.answered = key
-            await self._decide(view)
-            return False
-        offered = offered_pre_actions(view)
-        if offered and hand_no != self.pre_action_hand:
-            self.pre_action_hand = hand_no
-            choice = bot.strategy.pre_action(offered, bot.rng)
-            if choice is not None:
-                await self._command("SetPreAction", lambda: self._pre_action(view, choice))
-        return False
-
-    async def _decide(self, view: table_pb2.TableView) -> None:
-        bot = self.bot
-        decision = bot.strategy.decide(context_from_view(view), bot.rng)
-        if isinstance(decision, GoSitOut):
-            if (seat := my_seat(view)) and not seat.sitting_out:
-                await self._command("SitOut", self._sit_out)
-            return
-        if not isinstance(decision, Decide):
-            bot._stats.timeouts_let_run += 1  # TimeOut: let the action timer run
-            return
-        pause = min(
-            decision.think_ms / 1000 * bot.settings.think_scale, bot.settings.max_think_seconds
-        )
-        if pause > 0 and await bot._sleep(pause):
-            return
-        for fields in (act_fields(decision, view), safe_fields(view)):
-            request = table_pb2.ActRequest(
-                request_id=str(uuid.uuid4()),
-                table_id=self.table_id,
-                hand_number=view.hand.hand_number,
-                action_seq=view.hand.action_seq,
-                action=fields.action,
-                amount=fields.amount,
-            )
-            self.refused = ""
-            if await self._command("Act", lambda r=request: self._act(r)):  # type: ignore[misc]
-                bot._stats.actions += 1
-                return
-            if "stale" in self.refused or not self.refused:
-                return  # the table moved on: the next view decides
-            # Refused as illegal (a view/engine disagreement): answer passively instead.
-            bot._stats.fallbacks += 1
-
-    async def _command(self, name: str, fn: Callable[[], Awaitable[Any]]) -> bool:
-        """Send a command; stale/refused ones are counted, not fatal. True when accepted."""
-        stats = self.bot._stats
-        try:
-            result = await self.bot._retry(fn, name)
-            return result is not None
-        except grpc.aio.AioRpcError as err:
-            code = _code(err)
-            if code in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.ABORTED):
-                stats.stale_commands += 1  # the table moved on (timer, another action)
-                self.refused = (err.details() or "?").lower()
-                stats.last_stale.append(f"{name}: {code.name}: {err.details()}")
-                del stats.last_stale[:-20]
-            elif code is grpc.StatusCode.UNIMPLEMENTED:
-                stats.unimplemented += 1
-            else:
-                stats.error(f"{name}: {code.name}: {err.details()}")
-            return False
-
-    async def _act(self, request: table_pb2.ActRequest) -> table_pb2.ActResponse:
-        response: table_pb2.ActResponse = await self.bot._table.Act(
-            request, metadata=self.bot._md(), timeout=10
-        )
-        if (acked := self.bot._stats.acked_acts) is not None:
-            acked.add(request.request_id)
-        return response
-
-    async def _pre_action(self, view: table_pb2.TableView, choice: Any) -> object:
-        self.bot._stats.pre_actions += 1
-        response: table_pb2.SetPreActionResponse = await self.bot._table.SetPreAction(
-            table_pb2.SetPreActionRequest(
-                request_id=str(uuid.uuid4()),
-                table_id=self.table_id,
-                hand_number=view.hand.hand_number,
-                action_seq=view.hand.action_seq,
-                pre_action=pre_action_type(choice),
-            ),
-            metadata=self.bot._md(),
-            timeout=10,
-        )
-        return response
-
-    async def _sit_out(self) -> object:
-        self.bot._stats.sit_outs += 1
-        response: table_pb2.SitOutResponse = await self.bot._table.SitOut(
-            table_pb2.SitOutRequest(request_id=str(uuid.uuid4()), table_id=self.table_id),
-            metadata=self.bot._md(),
-            timeout=10,
-        )
-        return response
-
-    async def _sit_in(self) -> object:
-        self.bot._stats.sit_ins += 1
-        response: table_pb2.SitInResponse = await self.bot._table.SitIn(
-            table_pb2.SitInRequest(request_id=str(uuid.uuid4()), table_id=self.table_id),
-            metadata=self.bot._md(),
-            timeout=10,
-        )
-        return response
+    async def play_table(self, table_id: str) -> Outcome:
+        """Watch and play ``table_id`` until it is over for this bot (``table_play``)."""
+        return await TableSession(self, table_id).run()

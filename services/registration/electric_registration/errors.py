@@ -20,6 +20,8 @@ from electric_platform.errors import (
     ServiceError,
 )
 
+from electric_registration.fill import SeedLost
+
 E = TypeVar("E", bound=lobby.LobbyError)
 Mapper = Callable[[E], ServiceError]
 _MAPPERS: dict[type[lobby.LobbyError], Callable[[Any], ServiceError]] = {}
@@ -134,6 +136,21 @@ def _not_cancellable(e: lobby.TableNotCancellable) -> ServiceError:
         str(e),
         detail=_info(
             errors_pb2.ERROR_REASON_WRONG_STATE, table_id=e.table_id, table_status=e.status
+        ),
+    )
+
+
+@_maps(SeedLost)
+def _seed_lost(e: SeedLost) -> ServiceError:
+    # FAILED_PRECONDITION, not INTERNAL: the table is in a state no retry can change (only
+    # CancelTable does); the detail names the table and the loss for clients and operators.
+    return FailedPrecondition(
+        str(e),
+        detail=_info(
+            errors_pb2.ERROR_REASON_WRONG_STATE,
+            table_id=e.table_id,
+            needs_cancel="SEED_LOST",
+            difference=e.difference,
         ),
     )
 

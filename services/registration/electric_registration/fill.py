@@ -16,12 +16,17 @@ from electric_clients import accounts
 from electric_clients.convert import ms_duration, usd
 from electric_domain import lobby
 from electric_domain.tournament import TournamentConfig
-from electric_domain.tournament.fairness import draw_multiplier, initial_button_index
+from electric_domain.tournament.fairness import (
+    SEED_BYTES,
+    commitment,
+    draw_multiplier,
+    initial_button_index,
+)
 from electric_eventlog import EventStore, utc_now
 from sqlalchemy import Connection
 
 from electric_registration import streams
-from electric_registration.store import seating, wallet_ops
+from electric_registration.store import projections, seating, wallet_ops
 from electric_registration.store import settings as player_settings
 
 #: Wallet account id of each house account the lobby's settlement names.
@@ -31,6 +36,36 @@ ACCOUNT_IDS = {
     lobby.Account.RAKE: accounts.RAKE,
     lobby.Account.PRIZE_RESERVE: accounts.PRIZE_RESERVE,
 }
+
+
+class SeedLost(lobby.LobbyError):
+    """The table's stored multiplier seed does not match the commitment published when it
+    opened. The seed is secret until the fill and in no event, so a restore from a dump
+    taken before the table opened loses it (the rebuild writes ``''``): the multiplier can
+    never be drawn and the table can never fill. An operator must cancel it (CancelTable
+    gives every buy-in back). ``difference`` is the very line the restore's comparison
+    (``projections.rebuild_and_compare``) reports for the table: its ``NEEDS_CANCEL``
+    ending (``SEED_LOST``) names the loss, as in docs/chaos.md (backup and restore)."""
+
+    def __init__(self, table_id: str, table_name: str) -> None:
+        self.table_id = table_id
+        self.difference = f"table {table_id}.{projections.SEED_LOST}"
+        super().__init__(
+            f"{self.difference} (SEED_LOST): table {table_name!r} cannot fill, its secret "
+            "multiplier seed was lost in a restore; it must be cancelled (CancelTable gives "
+            "every buy-in back). Nothing was registered"
+        )
+
+
+def _stored_seed(seed_hex: str, committed: str) -> bytes | None:
+    """The table's multiplier seed, or None when it is not the one committed to."""
+    try:
+        seed = bytes.fromhex(seed_hex)
+    except ValueError:
+        return None
+    if len(seed) != SEED_BYTES or commitment(seed) != committed:
+        return None
+    return seed
 
 
 def owed_op(
@@ -96,15 +131,18 @@ def fill_table(
     confirm the entries, prepare TournamentStarted and owe the wallet work that collects the
     buy-ins. TournamentStarted itself is appended once that work is done
     (``handlers.start_if_paid``), so no tournament starts on buy-ins that were not collected.
-    ``tier``: the table's tier. Returns the multiplier."""
+    ``tier``: the table's tier. Returns the multiplier.
+
+    Raises :class:`SeedLost` (the caller's transaction then stores nothing) when the
+    table's seed is not the one committed to."""
     now = utc_now()
     table = seating.get_table(conn, table_id)
     assert table is not None
     entries = seating.active_entries(conn, table_id)
-    seed = bytes.fromhex(table.seed_hex)
+    seed = _stored_seed(table.seed_hex, table.commitment)
+    if seed is None:
+        raise SeedLost(table_id, table.table_name)
     draw = draw_multiplier(seed, config.pay_table)
-    if draw.commitment != table.commitment:  # pragma: no cover - corruption
-        raise RuntimeError(f"table {table_id}: stored seed does not match its commitment")
     pool, payouts = payouts_for(config, draw.multiplier, tier.buy_in_cents)
     names = player_settings.display_names(conn, [e.player_id for e in entries])
     seats = [

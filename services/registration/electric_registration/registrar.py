@@ -32,6 +32,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
 
 from electric_registration import handlers
+from electric_registration.fill import SeedLost
 from electric_registration.metrics import RegistrationMetrics
 from electric_registration.store import repo
 from electric_registration.wallet_work import STALE_ATTEMPT, WalletWork
@@ -243,6 +244,18 @@ class Registrar:
                         "with the same request_id"
                     ) from None
                 await asyncio.sleep(0.01 * n)
+            except SeedLost as lost:
+                # The seating transaction stored nothing: give this attempt's reservations
+                # back and name the table for the operator, who must cancel it (it stays
+                # open, and every Register that would fill it is refused the same way).
+                log.error(
+                    "register.seed_lost",
+                    table_id=lost.table_id,
+                    needs_cancel=lost.difference,
+                    request_key=attempt.key,
+                )
+                await self._rollback(attempt, len(attempt.entry_ids), "seed lost")
+                raise
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def unregister(

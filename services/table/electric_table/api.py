@@ -221,10 +221,13 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
                     return
             elif rt.finished:
                 return  # resumed at the end of a finished table: nothing more will come
-            elif self._manager.tables.get(rt.table_id) is not rt:
+            if self._manager.tables.get(rt.table_id) is not rt:
                 # Disowned (its partition moved, or a write was fenced; docs/scaling.md):
                 # nothing more comes from here. UNAVAILABLE: the client reconnects (with
-                # from_sequence) and reaches the new owner.
+                # from_sequence) and reaches the new owner. Checked after sending what the
+                # copy still had too: a watcher woken once for its last events and for the
+                # move waited on this copy for ever (seen in
+                # tests/component/bots/test_bots_table_watch.py).
                 raise Unavailable(f"table {rt.table_id} moved to another instance; reconnect")
             if not await self._next_change(changed, stop_wait):
                 return

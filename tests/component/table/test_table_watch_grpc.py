@@ -16,7 +16,9 @@ from electric.eventlog.v1.envelope_pb2 import Envelope
 from electric.registration.v1 import events_pb2 as reg_events
 from electric.table.v1 import events_pb2 as tev
 from electric.table.v1 import table_pb2
+from electric_platform import Unavailable
 from electric_platform.eventpath import inprocess_bus
+from electric_table.api import TableApi
 
 from tests.component.table.test_table_service_grpc import (
     PLAYERS,
@@ -72,6 +74,45 @@ async def test_watch_resumes_from_a_sequence_without_loss(env: Env) -> None:
             )
         ).table
         assert not observer.hand.deck_seed  # the seed goes to the seated players only
+
+
+async def test_a_watch_on_a_table_moved_away_ends_after_its_last_events(env: Env) -> None:
+    """Issue 28 item 5: a watcher woken once for its last events AND for the move sends
+    those events, then ends UNAVAILABLE (the client resumes from the last sequence at the new
+    owner). It waited on the dropped copy for ever before (only a wake-up with nothing to
+    send checked the ownership), so a bot heard nothing until its idle timer ran out."""
+    table_id = await start(env, action_timer_ms=20_000, level_ms=60_000)
+    player, view = await my_turn(env, table_id)
+    rt = env.manager.tables[table_id]
+    api = TableApi(None, asyncio.Event(), env.manager)  # type: ignore[arg-type]
+    stop_wait: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    story = api._story(rt, player, 0, stop_wait)
+    first = await story.__anext__()
+    assert first.table.legal_actions
+    await env.stub.Act(
+        table_pb2.ActRequest(
+            request_id=str(uuid.uuid4()),
+            table_id=table_id,
+            hand_number=view.hand_number,
+            action_seq=view.action_seq,
+            action=table_pb2.ACTION_TYPE_FOLD,
+        ),
+        metadata=md(player),
+    )
+    # Before the watcher runs again, the table moves away (a rebalance): driver stopped,
+    # watchers told.
+    async with rt.lock:
+        held = await env.manager.suspend(table_id)
+    assert held is rt
+    env.manager.end_suspended(held)
+    sent = [await asyncio.wait_for(story.__anext__(), timeout=5)]
+    while not sent[-1].HasField("table"):  # the Act's events, the view with the last one
+        sent.append(await asyncio.wait_for(story.__anext__(), timeout=5))
+    assert sent[0].sequence == first.sequence + 1
+    assert "ActionTaken" in {r.event_type.rsplit(".", 1)[-1] for r in sent}
+    with pytest.raises(Unavailable):
+        await asyncio.wait_for(story.__anext__(), timeout=5)
+    stop_wait.cancel()
 
 
 async def test_timer_ring_in_the_view(env: Env) -> None:
