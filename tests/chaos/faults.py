@@ -268,7 +268,11 @@ class Injector:
                 await asyncio.to_thread(self.postgres.restart_fast)
             finally:
                 self._down.discard("postgres")
-            return "pg_ctl restart -m fast"
+            return (
+                "pg_ctl restart -m fast"
+                if isinstance(self.postgres, PrivatePostgres)
+                else ("pg_ctl stop -m fast on the primary, started again by its keeper")
+            )
         if kind == "slow_disk":
             n = await asyncio.to_thread(self.postgres.pause, fault.seconds)
             return f"{n} database processes stopped {fault.seconds:.1f}s"

@@ -124,8 +124,17 @@ class PrivatePostgresHA:
     def down(self) -> None:
         self._ha("down", timeout=300)
 
-    def primary(self) -> int:
-        return int(self._ha("primary", timeout=30))
+    def primary(self, wait: float = 60.0) -> int:
+        """The node that is primary now, waiting up to ``wait`` s while the formation is in
+        a transition (no node both reported and assigned primary yet)."""
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                return int(self._ha("primary", timeout=30))
+            except RuntimeError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.5)
 
     def _node_data(self, n: int) -> Path:
         return self.dir / f"node{n}" / "data"
@@ -134,7 +143,7 @@ class PrivatePostgresHA:
         """The primary's postmaster and its children (what ``slow_disk`` stops), or [] when
         no node is primary right now (a failover in progress)."""
         try:
-            n = self.primary()
+            n = self.primary(wait=0.0)
         except RuntimeError:
             return []
         try:
@@ -166,23 +175,31 @@ class PrivatePostgresHA:
     def revive(self, n: int) -> None:
         self._ha("start", str(n), timeout=120)
 
-    def restart_fast(self) -> None:
-        """The old ``pg_restart`` fault, on the primary: ``pg_ctl restart -m fast`` (its
-        keeper sees a restart, not a lost node: no failover)."""
+    def restart_fast(self, timeout: float = 120.0) -> None:
+        """The old ``pg_restart`` fault, on the primary: ``pg_ctl stop -m fast`` (every
+        connection cut), and its keeper, the supervisor here, starts it again (a ``pg_ctl
+        restart`` raced the keeper's own start: "postmaster.pid already exists"). Returns
+        once that node answers again, or raises after ``timeout``."""
         n = self.primary()
-        bindirs = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))
+        tools = sorted(Path("/usr/lib/postgresql").glob("*/bin"))
+        bindir = tools[-1] if tools else Path("/usr/bin")
+        owner = ["runuser", "-u", "postgres", "--"] if os.getuid() == 0 else []
+        data = str(self._node_data(n))
         subprocess.run(
-            [
-                *(["runuser", "-u", "postgres", "--"] if os.getuid() == 0 else []),
-                *(str(bindirs[-1]) if bindirs else "pg_ctl", "-D", str(self._node_data(n))),
-                *("-m", "fast", "-w", "-t", "120", "restart"),
-                *("-l", str(self.dir / f"node{n}" / "restart.log")),
-            ],
+            [*owner, str(bindir / "pg_ctl"), "-D", data, "-m", "fast", "-w", "-t", "60", "stop"],
             cwd="/",
             capture_output=True,
-            check=True,
-            timeout=180,
+            check=False,  # already stopped (the keeper between two checks): same fault
+            timeout=90,
         )
+        port = int(self.env["PGHA_PORT"]) + n
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            ready = [str(bindir / "pg_isready"), "-q", "-h", "127.0.0.1", "-p", str(port)]
+            if subprocess.run([*ready, "-t", "1"], check=False).returncode == 0:
+                return
+            time.sleep(0.3)
+        raise TimeoutError(f"node {n} not restarted by its keeper within {timeout:.0f}s")
 
     def pause(self, seconds: float) -> int:
         """Slow disk on the primary: its database processes stopped for ``seconds``. The
@@ -211,7 +228,7 @@ class PrivatePostgresHA:
         new = None
         while time.monotonic() - began < timeout:
             with contextlib.suppress(RuntimeError, ValueError):
-                got = self.primary()
+                got = self.primary(wait=0.0)
                 if got != old:
                     new = got
                     break
