@@ -1,8 +1,9 @@
 """Cancelling a table that has not started (``electric_domain.lobby.cancel``), in one
-transaction: TableCancelled appended once (the table row moves to ``cancelled`` under its
-lock), the table's pending buy-in ops cancelled, one *unwind* op owed per active entry
-(void the reservation, or refund a posted buy-in: :mod:`.wallet_work`), and a spare open
-table for the tier if the cancelled one was the tier's last.
+transaction: TableCancelled recorded once (its projection moves the table row to
+``cancelled`` under its lock), the table's pending buy-in ops cancelled, one *unwind* op
+owed per active entry (void the reservation, or refund a posted buy-in:
+:mod:`.wallet_work`), and a spare open table for the tier if the cancelled one was the
+tier's last.
 
 Two callers: the operator's ``CancelTable`` RPC, and :mod:`.wallet_work` when the wallet
 refuses a filled table's buy-in post for good (the reservation was voided or is missing).
@@ -18,11 +19,11 @@ from electric_domain.tournament import TournamentConfig
 from electric_eventlog import EventStore, utc_now
 from sqlalchemy import Engine
 
-from electric_registration import fill, handlers, streams
+from electric_registration import codec, fill, handlers, streams
 from electric_registration.store import repo, seating, tiers, wallet_ops
 
-OPERATOR = events_pb2.TABLE_CANCEL_REASON_OPERATOR
-BUY_IN_FAILED = events_pb2.TABLE_CANCEL_REASON_BUY_IN_FAILED
+OPERATOR = codec.OPERATOR
+BUY_IN_FAILED = codec.BUY_IN_FAILED
 
 
 @dataclass
@@ -66,23 +67,17 @@ def cancel_table(
         text = (detail or "").strip()[:200] or (
             "cancelled by an operator" if reason == OPERATOR else "a buy-in could not be posted"
         )
-        event = events_pb2.TableCancelled(
-            table_id=table_id,
+        event = codec.table_cancelled(
+            table_id,
             reason=reason,
             detail=text,
             previous_status=table.status,
-            entries=[
-                events_pb2.CancelledEntry(
-                    entry_id=e.entry_id,
-                    player_id=e.player_id,
-                    seat=e.seat,
-                    wallet_transfer_id=e.wallet_transfer_id,
-                )
-                for e in entries
-            ],
+            entries=[(e.entry_id, e.player_id, e.seat, e.wallet_transfer_id) for e in entries],
             cancelled_by=cancelled_by,
         )
-        [stored] = streams.append_stored(
+        # The players are read before the projector cancels their entries.
+        players = repo.table_players(conn, [table_id])
+        [stored] = streams.record_table(
             store,
             conn,
             table_id,
@@ -91,9 +86,6 @@ def cancel_table(
             correlation_id=correlation_id,
             at=now,
         )
-        version = stored.stream_version
-        players = repo.table_players(conn, [table_id])
-        seating.mark_cancelled(conn, table_id, reason=text, stream_version=version, at=now)
         wallet_ops.cancel_pending(conn, table_id)
         for op in lobby.cancellation_ops(
             [(e.entry_id, e.wallet_transfer_id, e.player_id) for e in entries],

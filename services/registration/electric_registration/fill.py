@@ -8,12 +8,7 @@ table opened); TableFilled and TournamentStarted carry it to everyone else.
 
 from __future__ import annotations
 
-import json
-
-from electric.common.v1 import tournament_pb2
-from electric.registration.v1 import events_pb2
 from electric_clients import accounts
-from electric_clients.convert import ms_duration, usd
 from electric_domain import lobby
 from electric_domain.tournament import TournamentConfig
 from electric_domain.tournament.fairness import (
@@ -25,8 +20,8 @@ from electric_domain.tournament.fairness import (
 from electric_eventlog import EventStore, utc_now
 from sqlalchemy import Connection
 
-from electric_registration import streams
-from electric_registration.store import projections, seating, wallet_ops
+from electric_registration import codec, streams
+from electric_registration.store import projections, projector, seating, wallet_ops
 from electric_registration.store import settings as player_settings
 
 #: Wallet account id of each house account the lobby's settlement names.
@@ -90,32 +85,9 @@ def owed_op(
     )
 
 
-def levels_for(config: TournamentConfig, multiplier: int) -> list[tournament_pb2.BlindLevel]:
-    """The blind levels a tournament with ``multiplier`` plays before Electric Mode."""
-    count = config.levels_for(multiplier)
-    return [
-        tournament_pb2.BlindLevel(
-            level=i + 1,
-            small_blind=lv.small_blind,
-            big_blind=lv.big_blind,
-            ante=lv.ante,
-            duration=ms_duration(config.level_duration_ms),
-        )
-        for i, lv in enumerate(config.blind_levels[:count])
-    ]
-
-
-def payouts_for(
-    config: TournamentConfig, multiplier: int, buy_in_cents: int
-) -> tuple[int, list[tournament_pb2.PrizeShare]]:
-    """(prize pool, paid places) of a multiplier: pool = multiplier × gross buy-in; place
-    amounts by the pay table's shares (``prizes.place_amounts``: floor, remainder to 1st);
-    shares in basis points summing to 10000 (``lobby.share_bps``)."""
-    pool = multiplier * buy_in_cents
-    return pool, [
-        tournament_pb2.PrizeShare(place=p.place, share_bps=p.share_bps, amount=usd(p.amount_cents))
-        for p in lobby.prizes_for(config, multiplier, buy_in_cents)
-    ]
+# The tournament's levels and prizes as the events carry them (built by the mapper).
+levels_for = codec.levels_for
+payouts_for = codec.payouts_for
 
 
 def fill_table(
@@ -146,59 +118,37 @@ def fill_table(
     pool, payouts = payouts_for(config, draw.multiplier, tier.buy_in_cents)
     names = player_settings.display_names(conn, [e.player_id for e in entries])
     seats = [
-        tournament_pb2.SeatAssignment(
-            seat=e.seat,
-            player_id=e.player_id,
-            entry_id=e.entry_id,
-            display_name=names[e.player_id],
-        )
-        for e in entries
+        codec.seat_assignment(e.seat, e.player_id, e.entry_id, names[e.player_id]) for e in entries
     ]
-    filled = events_pb2.TableFilled(
-        table_id=table_id,
-        seats=seats,
+    filled = codec.table_filled(
+        table_id,
+        seats,
         multiplier=draw.multiplier,
-        multiplier_seed=draw.seed_hex,
-        multiplier_seed_commitment=draw.commitment,
-        prize_pool=usd(pool),
+        seed_hex=draw.seed_hex,
+        commitment=draw.commitment,
+        pool_cents=pool,
         paytable_version=config.version,
     )
-    [stored] = streams.append_stored(
-        store, conn, table_id, table.stream_version, [filled], correlation_id=correlation_id, at=now
-    )
-    version = stored.stream_version
-    started = events_pb2.TournamentStarted(
-        tournament_id=table_id,
-        table_id=table_id,
-        tier_id=tier.tier_id,
-        seats=seats,
-        multiplier=draw.multiplier,
-        levels=levels_for(config, draw.multiplier),
-        starting_stack=tier.starting_stack,
-        buy_in=usd(tier.buy_in_cents),
-        rake=usd(tier.rake_cents),
-        prize_pool=usd(pool),
-        payouts=payouts,
-        action_timer=ms_duration(config.action_timer_ms),
-        time_bank=ms_duration(config.time_bank_ms),
-        paytable_version=config.version,
+    started = codec.tournament_started(
+        filled,
+        config,
+        tier,
         table_name=table.table_name,
-        multiplier_seed=draw.seed_hex,
-        multiplier_seed_commitment=draw.commitment,
-        first_button_seat=seats[initial_button_index(seed, len(seats))].seat,
-        level_duration=ms_duration(config.level_duration_ms),
         table_size=table.seats,
+        payouts=payouts,
+        first_button_seat=seats[initial_button_index(seed, len(seats))].seat,
     )
-    seating.mark_filled(
+    # The prepared TournamentStarted is in no event until the buy-ins are posted: the
+    # projector gets it withheld and keeps it (with its prizes) in the table's row.
+    [stored] = streams.record_table(
+        store,
         conn,
         table_id,
-        multiplier=draw.multiplier,
-        prize_pool_cents=pool,
-        payouts_json=json.dumps([[p.share_bps, p.amount.cents] for p in payouts]),
-        positions_paid=len(payouts),
-        tournament_started=started.SerializeToString(),
-        stream_version=version,
+        table.stream_version,
+        [filled],
+        correlation_id=correlation_id,
         at=now,
+        withheld=projector.Withheld(prepared=started.SerializeToString()),
     )
     for op in lobby.buy_in_settlement(
         [(e.entry_id, e.wallet_transfer_id) for e in entries],

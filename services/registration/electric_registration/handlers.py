@@ -1,5 +1,9 @@
 """Registration's decisions, each one database transaction: load the state, let the lobby
-domain decide (``electric_domain.lobby``), append the events and write the own rows.
+domain decide (``electric_domain.lobby``), then record the events: the mapper
+(:mod:`.codec`) appends them and the projector (:mod:`.store.projector`) writes the rows
+they change, in the same transaction (:func:`.streams.record`). The handlers write no
+table, entry or settings row themselves; they keep only the request rows (Register
+de-duplication) and the owed wallet work, which are not facts of the log.
 
 Everything here is synchronous (run through ``asyncio.to_thread``) and never calls another
 service: wallet calls are made by :mod:`electric_registration.registrar` before a decision
@@ -21,16 +25,14 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from electric.registration.v1 import events_pb2
-from electric_clients.convert import usd
 from electric_domain import lobby
 from electric_domain.tournament import TournamentConfig
 from electric_domain.tournament.fairness import commitment
 from electric_eventlog import EventStore, utc_now
 from sqlalchemy import Connection, Engine
 
-from electric_registration import fill, streams
-from electric_registration.store import repo, requests, seating, tiers, wallet_ops
+from electric_registration import codec, fill, streams
+from electric_registration.store import projector, repo, requests, seating, tiers, wallet_ops
 
 # Re-exported for callers that think in registration terms.
 buyin_transfer_id = lobby.buyin_transfer_id
@@ -38,8 +40,7 @@ entry_ids_for = lobby.entry_ids_for
 tier_id_for = lobby.tier_id_for
 
 
-table_stream = streams.table_stream
-_append = streams.append
+table_stream = codec.table_stream
 
 
 # ------------------------------------------------------------------------------ tiers
@@ -91,29 +92,23 @@ def open_table(
     and kept secret in the table's row until it fills. Returns the table id."""
     table_id = str(uuid.uuid4())
     seed = secrets.token_bytes(32)
-    event = events_pb2.TableOpened(
-        table_id=table_id,
-        table_name=lobby.table_name(tier, seating.table_count(conn, tier.tier_id) + 1),
-        tier_id=tier.tier_id,
-        buy_in=usd(tier.buy_in_cents),
-        rake=usd(tier.rake_cents),
-        seats=tier.seats,
-        multiplier_seed_commitment=commitment(seed),
+    event = codec.table_opened(
+        table_id,
+        lobby.table_name(tier, seating.table_count(conn, tier.tier_id) + 1),
+        tier,
+        commitment=commitment(seed),
         paytable_version=config.version,
-        starting_stack=tier.starting_stack,
     )
-    version = _append(store, conn, table_id, 0, [event], correlation_id=correlation_id, at=at)
-    seating.insert_table(
+    # The seed is in no event (secret until the fill): the projector gets it withheld.
+    streams.record_table(
+        store,
         conn,
-        table_id=table_id,
-        tier_id=tier.tier_id,
-        table_name=event.table_name,
-        seats=tier.seats,
-        seed_hex=seed.hex(),
-        commitment=event.multiplier_seed_commitment,
-        paytable_version=config.version,
-        stream_version=version,
-        opened_at=at,
+        table_id,
+        0,
+        [event],
+        correlation_id=correlation_id,
+        at=at,
+        withheld=projector.Withheld(seed_hex=seed.hex()),
     )
     return table_id
 
@@ -285,28 +280,14 @@ def seat_entries(
                 table_id = place.table
             table = seating.get_table(conn, table_id)
             assert table is not None
-            transfer_id = lobby.buyin_transfer_id(place.entry_id)
-            seating.insert_entry(
-                conn,
-                entry_id=place.entry_id,
+            event = codec.player_registered(
+                table_id,
+                place,
                 player_id=player_id,
-                table_id=table_id,
-                seat=place.seat,
-                transfer_id=transfer_id,
+                buy_in_cents=tier.buy_in_cents,
                 request_id=request_id,
-                at=now,
             )
-            event = events_pb2.PlayerRegistered(
-                table_id=table_id,
-                entry_id=place.entry_id,
-                player_id=player_id,
-                seat=place.seat,
-                buy_in=usd(tier.buy_in_cents),
-                wallet_transfer_id=transfer_id,
-                request_id=request_id,
-                players_registered=place.players_registered,
-            )
-            version = _append(
+            streams.record_table(
                 store,
                 conn,
                 table_id,
@@ -314,9 +295,6 @@ def seat_entries(
                 [event],
                 correlation_id=correlation_id,
                 at=now,
-            )
-            seating.set_progress(
-                conn, table_id, players=place.players_registered, stream_version=version
             )
             touched.append(table_id)
             if place.fills:
@@ -352,10 +330,10 @@ def start_if_paid(
             return None
         if wallet_ops.unpaid_count(conn, table_id):
             return None
-        started = events_pb2.TournamentStarted.FromString(table.tournament_started)
+        started = codec.prepared_start(table.tournament_started)
         now = utc_now()
         correlation, causation = wallet_ops.causal_ids(conn, table_id)
-        version = _append(
+        streams.record_table(
             store,
             conn,
             table_id,
@@ -365,8 +343,6 @@ def start_if_paid(
             causation_id=causation,
             at=now,
         )
-        status = "running" if table.status == "filled" else table.status
-        seating.mark_started(conn, table_id, status=status, stream_version=version, at=now)
         return repo.table_players(conn, [table_id])
 
 
@@ -419,18 +395,16 @@ def unregister(
         lobby.check_still_registering(
             table_id=table.table_id, table_name=table.table_name, status=table.status
         )
-        count = table.players_registered - 1
-        seating.withdraw_entry(conn, row.entry_id)
-        event = events_pb2.PlayerUnregistered(
-            table_id=table.table_id,
+        event = codec.player_unregistered(
+            table.table_id,
             entry_id=row.entry_id,
             player_id=row.player_id,
             seat=row.seat,
-            wallet_transfer_id=row.wallet_transfer_id,
+            transfer_id=row.wallet_transfer_id,
             request_id=request_id,
-            players_registered=count,
+            players_registered=table.players_registered - 1,
         )
-        [stored] = streams.append_stored(
+        [stored] = streams.record_table(
             store,
             conn,
             table.table_id,
@@ -439,8 +413,6 @@ def unregister(
             correlation_id=correlation_id,
             at=now,
         )
-        version = stored.stream_version
-        seating.set_progress(conn, table.table_id, players=count, stream_version=version)
         void = lobby.withdrawal(row.entry_id, row.wallet_transfer_id)
         owed = fill.owed_op(
             table.table_id, void, correlation_id=stored.correlation_id, causation_id=stored.event_id

@@ -1,4 +1,6 @@
-"""Registration's event streams: one per table, appended with optimistic concurrency."""
+"""Recording a registration decision: the mapper appends its events (:func:`.codec.append`,
+the only append), then the projector writes their rows (:func:`.store.projector.project`),
+both in the caller's transaction, so rows and events commit or roll back together."""
 
 from __future__ import annotations
 
@@ -6,43 +8,48 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from electric.eventlog.v1.envelope_pb2 import Envelope
-from electric_eventlog import NO_STREAM, EventStore
+from electric_eventlog import EventStore
 from google.protobuf.message import Message
 from sqlalchemy import Connection
 
+from electric_registration import codec
+from electric_registration.store import projector
 
-def table_stream(table_id: str) -> str:
-    """Event stream of a registration table."""
-    return f"registration-table-{table_id}"
+table_stream = codec.table_stream
 
 
-def append(
+def record(
     store: EventStore,
     conn: Connection,
-    table_id: str,
+    stream_id: str,
     version: int,
     events: Sequence[Message],
     *,
     correlation_id: str,
     at: datetime,
     causation_id: str = "",
-) -> int:
-    """Append to the table's stream at ``version`` (the one in its row; a concurrent append
-    raises ``ConcurrencyError``); the new version. See :func:`append_stored`."""
-    stored = append_stored(
+    withheld: projector.Withheld | None = None,
+) -> list[Envelope]:
+    """Append ``events`` to ``stream_id`` at ``version`` (the one in its row; a concurrent
+    append raises ``ConcurrencyError``) and project them; the stored envelopes. Empty ids
+    default to the bound causal context (inside a call: its correlation id and the request
+    id as causation). ``withheld``: what the rows need beyond the events (the seed of a
+    table that opens, the TournamentStarted prepared at a fill)."""
+    stored = codec.append(
         store,
         conn,
-        table_id,
-        version,
+        stream_id,
+        codec.expected(version),
         events,
         correlation_id=correlation_id,
         at=at,
         causation_id=causation_id,
     )
-    return stored[-1].stream_version
+    projector.project(conn, stored, events, withheld)
+    return stored
 
 
-def append_stored(
+def record_table(
     store: EventStore,
     conn: Connection,
     table_id: str,
@@ -52,15 +59,17 @@ def append_stored(
     correlation_id: str,
     at: datetime,
     causation_id: str = "",
+    withheld: projector.Withheld | None = None,
 ) -> list[Envelope]:
-    """:func:`append`, returning the stored envelopes. Empty ids default to the bound causal
-    context (inside a call: its correlation id and the request id as causation)."""
-    return store.append(
+    """:func:`record` on the table's stream."""
+    return record(
+        store,
         conn,
-        table_stream(table_id),
-        version if version > 0 else NO_STREAM,
-        list(events),
+        codec.table_stream(table_id),
+        version,
+        events,
         correlation_id=correlation_id,
+        at=at,
         causation_id=causation_id,
-        occurred_at=at,
+        withheld=withheld,
     )

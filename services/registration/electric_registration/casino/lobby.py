@@ -20,7 +20,6 @@ import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from electric.registration.v1 import casino_events_pb2 as ev
 from electric_domain.casino.common.config import CasinoConfig
 from electric_domain.lobby.casino import (
     SESSION_IDLE_LIMIT,
@@ -43,21 +42,14 @@ from google.protobuf.message import Message
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
+from electric_registration import codec
 from electric_registration.casino import repo
 from electric_registration.store.tiers import seed_lock
 
 #: A join racing another for the same seat or table number (a unique index refuses the
 #: loser) is retried this many times, after a short jittered pause.
 JOIN_ATTEMPTS = 30
-_REASON = {
-    ReleaseReason.LEFT: ev.CASINO_SEAT_RELEASE_REASON_LEFT,
-    ReleaseReason.IDLE_EXPIRED: ev.CASINO_SEAT_RELEASE_REASON_IDLE_EXPIRED,
-}
-
-
-def casino_stream(table_id: str) -> str:
-    """Event stream of a casino table."""
-    return f"casino-table-{table_id}"
+casino_stream = codec.casino_stream
 
 
 class CasinoLobby:
@@ -79,13 +71,14 @@ class CasinoLobby:
         self.uth_tables = uth_tables
 
     def _append(self, conn: Connection, table_id: str, events: Sequence[Message]) -> None:
-        self.store.append(
+        codec.append(
+            self.store,
             conn,
-            casino_stream(table_id),
+            codec.casino_stream(table_id),
             ANY,
-            list(events),
+            events,
             correlation_id=causality.correlation_id() or table_id,
-            occurred_at=self.clock(),
+            at=self.clock(),
         )
 
     def ensure_tables(self) -> list[str]:
@@ -99,7 +92,7 @@ class CasinoLobby:
                 if tid in have:
                     continue
                 repo.add_table(conn, CasinoTable(tid, CasinoGame.UTH), n, self.clock())
-                self._append(conn, tid, [ev.CasinoTableOpened(table_id=tid, game="uth")])
+                self._append(conn, tid, [codec.casino_table_opened(tid, "uth")])
                 opened.append(tid)
         return opened
 
@@ -147,37 +140,14 @@ class CasinoLobby:
         events: list[Message] = []
         if joined.created_table is not None:
             repo.add_table(conn, joined.created_table, number, now)
-            events.append(
-                ev.CasinoTableOpened(table_id=s.table_id, game=game.value, owner_id=player_id)
-            )
+            events.append(codec.casino_table_opened(s.table_id, game.value, player_id))
         repo.add_session(conn, s)
-        events.append(
-            ev.CasinoSeatTaken(
-                table_id=s.table_id,
-                game=game.value,
-                player_id=player_id,
-                seat=s.seat,
-                session_id=s.session_id,
-            )
-        )
+        events.append(codec.casino_seat_taken(s))
         self._append(conn, s.table_id, events)
         return joined
 
     def _release(self, conn: Connection, s: Session, reason: ReleaseReason) -> None:
-        self._append(
-            conn,
-            s.table_id,
-            [
-                ev.CasinoSeatReleased(
-                    table_id=s.table_id,
-                    player_id=s.player_id,
-                    session_id=s.session_id,
-                    reason=_REASON[reason],
-                    game=s.game.value,
-                    seat=s.seat,
-                )
-            ],
-        )
+        self._append(conn, s.table_id, [codec.casino_seat_released(s, reason)])
 
     def leave(self, table_id: str, player_id: str) -> Session:
         """Release the player's seat with reason LEFT (:class:`NotSeated` if none)."""

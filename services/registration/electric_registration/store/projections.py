@@ -1,12 +1,14 @@
 """Rebuilding registration's read models from its own event log, and checking them against it.
 
-Registration writes its rows in the same transaction as the events of each decision
-(:mod:`..handlers`, :mod:`..fill`, :mod:`..cancellation`, :mod:`..profiles`,
-:mod:`..casino.lobby`). :func:`rebuild_from_events` folds every event of the store
-(``EventStore(engine, producer="registration")``) into the rows those decisions wrote,
-:func:`rebuild_and_compare` lists every difference between that fold and the tables (empty
-list = consistent) and :func:`rebuild_projections` replaces the tables with it in one
-transaction (after a backup restore, see docs/chaos.md).
+Registration's table, entry and settings rows are written by ONE fold, the projector's
+(:func:`.projector.changes_for`): live, by :func:`.projector.project` in each decision's
+transaction right after the mapper's append (``streams.record``), and here, applied in
+memory by :class:`Fold`. :func:`rebuild_from_events` folds every event of the store (read
+by the mapper, ``codec.read_all``), :func:`rebuild_and_compare` lists every difference
+between that fold and the tables (empty list = consistent) and :func:`rebuild_projections`
+replaces the tables with it in one transaction (after a backup restore, see docs/chaos.md).
+The casino rows are still written by :mod:`..casino.lobby` live; :class:`Fold` folds their
+events on its own (docs/registration.md, "One projector").
 
 Table by table (what the events carry decides):
 
@@ -52,8 +54,6 @@ events).
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -61,48 +61,44 @@ from typing import Any
 from electric.eventlog.v1.envelope_pb2 import Envelope
 from electric.registration.v1 import casino_events_pb2 as casino_ev
 from electric.registration.v1 import events_pb2 as ev
-from electric_domain.lobby import default_display_name
 from electric_domain.lobby.casino import game_of
-from electric_domain.lobby.profile import SWITCHES
 from electric_domain.tournament.fairness import commitment
 from electric_eventlog.engine import read_only
 from electric_eventlog.store import EventStore
+from google.protobuf.message import Message
 from sqlalchemy import Connection, Engine, Table, delete, insert, select
 
+from electric_registration import codec
 from electric_registration.store import tables as t
-
-Row = dict[str, Any]
+from electric_registration.store.projector import (
+    TABLES,
+    Change,
+    Put,
+    Row,
+    RunningIfFilled,
+    Set,
+    SetEntries,
+    changes_for,
+)
 
 #: Columns of ``registration_tables`` fed by the table service's events (module doc).
 CONSUMER_COLUMNS = ("current_hand_number", "turn_seat", "turn_deadline", "finished_at")
 #: Columns written from their own clock read or by event-less activity (module doc).
 CASINO_TABLE_TIMES = ("opened_at",)
 CASINO_SESSION_TIMES = ("started_at", "last_active_at")
-#: What a never-filled table has in the columns the fill sets (``insert_table`` defaults).
-_UNFILLED: Row = {
-    "multiplier": 0,
-    "prize_pool_cents": 0,
-    "positions_paid": 0,
-    "payouts_json": "[]",
-    "tournament_started": None,
-    "filled_at": None,
-    "started_at": None,
-}
-_NOT_CANCELLED: Row = {"cancelled_at": None, "cancel_reason": ""}
 #: The differences a rebuild cannot repair (state that was only in a lost row, never in an
 #: event): such a table must be cancelled (CancelTable gives every buy-in back).
 SEED_LOST = "multiplier_seed: does not match its commitment"
 START_LOST = "tournament_started: prepared at the fill, not in the events, lost"
 NEEDS_CANCEL = (SEED_LOST, START_LOST)
-#: Registration's own event types (the store also holds platform events such as
-#: ServiceInstanceStarted).
-_OURS = "electric.registration."
 
 
 @dataclass
 class Fold:
-    """The rows the events say registration's projections hold (module doc): per table only
-    its derivable columns; ``times`` are the events' times for columns not derivable."""
+    """The rows the events say registration's projections hold (module doc): the
+    projector's changes (:func:`.projector.changes_for`, the same fold the live path
+    writes) applied in memory; per table only the columns the events give; ``times`` are
+    the events' times for the casino's columns not derivable."""
 
     tables: dict[str, Row] = field(default_factory=dict)
     #: Tables whose seed is still secret (TableOpened without TableFilled).
@@ -114,34 +110,46 @@ class Fold:
     times: dict[str, datetime] = field(default_factory=dict)
     events: int = 0
 
-    def apply(self, envelope: Envelope, event: Any) -> bool:
+    def apply(self, envelope: Envelope, event: Message) -> bool:
         """Fold one event; False when it is not one of registration's."""
         at = envelope.occurred_at.ToDatetime(tzinfo=UTC)
-        if isinstance(event, ev.PlayerSettingsChanged):
-            self.settings[event.player_id] = _settings_row(event, at)
-        elif isinstance(event, casino_ev.CasinoTableOpened | casino_ev.CasinoSeatTaken):
+        if isinstance(event, casino_ev.CasinoTableOpened | casino_ev.CasinoSeatTaken):
             self._casino(event, at)
         elif isinstance(event, casino_ev.CasinoSeatReleased):
             self.casino_sessions.pop(event.session_id, None)
-        elif isinstance(event, ev.TableOpened):
-            self._opened(event, at)
-        elif isinstance(
-            event,
-            ev.PlayerRegistered
-            | ev.PlayerUnregistered
-            | ev.TableFilled
-            | ev.TournamentStarted
-            | ev.TableCancelled,
-        ):
-            self._table_event(event, at)
         else:
-            return False
-        if envelope.stream_id.startswith("registration-table-"):
-            self.tables[envelope.stream_id.removeprefix("registration-table-")][
-                "stream_version"
-            ] = envelope.stream_version
+            changes = changes_for(envelope, event, None)
+            if not changes:
+                return False
+            for change in changes:
+                self._change(change)
         self.events += 1
         return True
+
+    def _rows(self, table: str) -> dict[str, Row]:
+        return {"tables": self.tables, "entries": self.entries, "settings": self.settings}[table]
+
+    def _change(self, change: Change) -> None:
+        """The memory sink of a change (:func:`.projector.project` is the SQL one)."""
+        if isinstance(change, Put):
+            self._rows(change.table)[change.row[TABLES[change.table][1]]] = dict(change.row)
+            if change.table == "tables":
+                self.unrevealed[change.row["table_id"]] = change.row["multiplier_seed_commitment"]
+        elif isinstance(change, Set):
+            row = self._rows(change.table)[change.key]
+            for column, value in change.values.items():
+                if isinstance(value, RunningIfFilled):
+                    value = "running" if row["status"] == "filled" else row["status"]
+                row[column] = value
+            if change.table == "tables" and "multiplier_seed" in change.values:
+                self.unrevealed.pop(change.key, None)  # TableFilled revealed it
+        elif isinstance(change, SetEntries):
+            for entry in self.entries.values():
+                if entry["table_id"] == change.table_id and entry["status"] in change.statuses:
+                    entry["status"] = change.status
+        else:  # Unknown: not compared; a rebuild keeps the stored value (_table_row)
+            for column in change.columns:
+                self.tables[change.table_id].pop(column, None)
 
     def _casino(self, event: Any, at: datetime) -> None:
         if isinstance(event, casino_ev.CasinoTableOpened):
@@ -162,90 +170,12 @@ class Fold:
         }
         self.times[f"casino-session:{event.session_id}"] = at
 
-    def _opened(self, e: ev.TableOpened, at: datetime) -> None:
-        self.tables[e.table_id] = {
-            "table_id": e.table_id,
-            "tier_id": e.tier_id,
-            "table_name": e.table_name,
-            "status": "registering",
-            "seats": e.seats,
-            "players_registered": 0,
-            "multiplier_seed_commitment": e.multiplier_seed_commitment,
-            "paytable_version": e.paytable_version,
-            "opened_at": at,
-            **_UNFILLED,
-            **_NOT_CANCELLED,
-        }
-        self.unrevealed[e.table_id] = e.multiplier_seed_commitment
-
-    def _table_event(self, e: Any, at: datetime) -> None:
-        table = self.tables[e.table_id]
-        if isinstance(e, ev.PlayerRegistered):
-            table["players_registered"] = e.players_registered
-            self.entries[e.entry_id] = {
-                "entry_id": e.entry_id,
-                "player_id": e.player_id,
-                "table_id": e.table_id,
-                "seat": e.seat,
-                "status": "reserved",
-                "wallet_transfer_id": e.wallet_transfer_id,
-                "request_id": e.request_id,
-                "registered_at": at,
-            }
-        elif isinstance(e, ev.PlayerUnregistered):
-            table["players_registered"] = e.players_registered
-            self.entries[e.entry_id]["status"] = "unregistered"
-        elif isinstance(e, ev.TableFilled):
-            # seating.mark_filled; the terms prepared for TournamentStarted are not logged.
-            for key in ("positions_paid", "payouts_json", "tournament_started"):
-                del table[key]
-            del self.unrevealed[e.table_id]
-            table.update(
-                status="filled",
-                multiplier=e.multiplier,
-                prize_pool_cents=e.prize_pool.cents,
-                multiplier_seed=e.multiplier_seed,
-                filled_at=at,
-            )
-            self._entries_of(e.table_id, ("reserved",), "confirmed")
-        elif isinstance(e, ev.TournamentStarted):
-            # seating.mark_started, with what fill.fill_table prepared.
-            table.update(
-                status="running" if table["status"] == "filled" else table["status"],
-                started_at=at,
-                tournament_started=e.SerializeToString(),
-                positions_paid=len(e.payouts),
-                payouts_json=json.dumps([[p.share_bps, p.amount.cents] for p in e.payouts]),
-            )
-        else:  # TableCancelled: seating.mark_cancelled
-            table.update(
-                status="cancelled", cancelled_at=at, ended_at=at, cancel_reason=e.detail[:500]
-            )
-            self._entries_of(e.table_id, ("reserved", "confirmed"), "cancelled")
-
-    def _entries_of(self, table_id: str, statuses: Iterable[str], new: str) -> None:
-        for entry in self.entries.values():
-            if entry["table_id"] == table_id and entry["status"] in statuses:
-                entry["status"] = new
-
-
-def _settings_row(e: ev.PlayerSettingsChanged, at: datetime) -> Row:
-    name = "" if e.display_name == default_display_name(e.player_id) else e.display_name
-    return {
-        "player_id": e.player_id,
-        "display_name": name,
-        **{k: int(getattr(e, k)) for k in SWITCHES},
-        "version": e.version,
-        "updated_at": at,
-    }
-
 
 def rebuild_from_events(conn: Connection, events: EventStore) -> Fold:
-    """Fold every registration event of the store, in global order."""
+    """Fold every registration event of the store, in global order (read by the mapper)."""
     fold = Fold()
-    for envelope in events.iter_all(conn):
-        if envelope.producer == events.producer and envelope.event_type.startswith(_OURS):
-            fold.apply(envelope, events.decode(envelope))
+    for envelope, event in codec.read_all(events, conn):
+        fold.apply(envelope, event)
     return fold
 
 

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from electric_domain.lobby import PlayerSettings, default_display_name
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, select
 
 from electric_registration.store import tables as t
 
@@ -39,24 +39,6 @@ def get(
         ),
         m["updated_at"],
     )
-
-
-def save(conn: Connection, settings: PlayerSettings, at: datetime) -> None:
-    """Store ``settings`` (insert at version 1, else update)."""
-    values = {
-        "display_name": settings.display_name,
-        "version": settings.version,
-        "updated_at": at,
-        **{k: int(getattr(settings, k)) for k in _SWITCHES},
-    }
-    if settings.version == 1:
-        conn.execute(insert(t.player_settings).values(player_id=settings.player_id, **values))
-    else:
-        conn.execute(
-            update(t.player_settings)
-            .where(t.player_settings.c.player_id == settings.player_id)
-            .values(**values)
-        )
 
 
 def display_names(conn: Connection, player_ids: Iterable[str]) -> dict[str, str]:
