@@ -7,8 +7,8 @@ control (``electric_domain.payout.audit``).
 Whichever of TournamentStarted (registration) and TournamentFinished (table) is consumed
 second decides, in its consumer's transaction (topics are not ordered with each other):
 
-- the check agrees → one ``payout_prizes`` row and one PrizeAwarded event (stream
-  ``payout-<table>``) per paid player;
+- the check agrees → one PrizeAwarded event (stream ``payout-<table>``) per paid player,
+  and its ``payout_prizes`` row;
 - the check disagrees → one PrizeCheckFailed event and the result marked held: nothing is
   awarded or credited for that tournament (the ``electric_payout_prize_check_failures_total``
   counter and the ``PrizeCheckFailed`` alert tell operators).
@@ -16,11 +16,19 @@ second decides, in its consumer's transaction (topics are not ordered with each 
 ``payout_results.awarded_at`` / ``held_at`` make the decision happen once. The table id is
 the tournament's identity (TournamentStarted and TournamentFinished both carry it).
 
+The handlers write none of the rows of a decision or a credit themselves: they hand the
+facts they decided (:mod:`electric_payout.facts`) to the projector
+(``store.projections.project``, which writes the rows) and to the mapper (``codec.append``,
+the only append), in one transaction; only the consumed facts (TournamentStarted,
+TournamentFinished, HandStarted) and the credit attempts are written through ``store.repo``
+(docs/payout.md, "Projections").
+
 :class:`Crediter` then pays each awarded prize from ``house:prize_reserve`` to the player's
 cash with the idempotency key ``prize-<table>-<place>-<player>`` as owed work
 (``electric_platform.owed_work``); after the wallet answered, one transaction marks the
-prize ``credited`` (only if it still was ``awarded``) and appends PrizeCredited. A crash in
-between repeats the wallet call, which the wallet answers as a replay: one transfer.
+prize ``credited`` (the projector, only if it still was ``awarded``) and appends
+PrizeCredited. A crash in between repeats the wallet call, which the wallet answers as a
+replay: one transfer.
 Credits run concurrently (``CREDIT_PARALLELISM`` calls in flight; issue 16), and the
 "credited" transaction goes through the store's group commit (``EventStore.transact``), so
 concurrent credits share commits; the finish-to-credit lag is the
@@ -32,48 +40,24 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 from electric.eventlog.v1.envelope_pb2 import Envelope
-from electric.payout.v1 import events_pb2 as payout_events
 from electric.registration.v1 import events_pb2 as registration_events
 from electric.table.v1 import events_pb2 as table_events
 from electric.wallet.v1 import wallet_pb2
-from electric_clients.convert import usd
 from electric_clients.wallet import WalletClient
-from electric_domain.payout import (
-    Award,
-    Discrepancy,
-    Held,
-    PlaceResult,
-    PrizeCheck,
-    Terms,
-    prize_transfer_id,
-    settle,
-)
+from electric_domain.payout import Award, Held, PlaceResult, Terms, settle
 from electric_domain.tournament import TournamentConfig
-from electric_eventlog import ANY, NO_STREAM, EventStore, causality, utc_now
-from electric_eventlog.codec import to_utc
+from electric_eventlog import EventStore, causality, utc_now
 from electric_platform.owed_work import OwedWork
-from google.protobuf.message import Message
 from sqlalchemy import Connection, Engine
 
+from electric_payout import codec
+from electric_payout import facts as f
+from electric_payout.codec import payout_stream
 from electric_payout.metrics import PayoutMetrics
-from electric_payout.store import repo
-
-_CHECK = {
-    PrizeCheck.SEAT_PRIZE: payout_events.PRIZE_CHECK_SEAT_PRIZE,
-    PrizeCheck.MISSING_PRIZE: payout_events.PRIZE_CHECK_MISSING_PRIZE,
-    PrizeCheck.TOTAL: payout_events.PRIZE_CHECK_TOTAL,
-    PrizeCheck.PRIZE_POOL: payout_events.PRIZE_CHECK_PRIZE_POOL,
-    PrizeCheck.MULTIPLIER: payout_events.PRIZE_CHECK_MULTIPLIER,
-    PrizeCheck.PAY_TABLE: payout_events.PRIZE_CHECK_PAY_TABLE,
-}
-
-
-def payout_stream(table_id: str) -> str:
-    """Event stream of a tournament's payout."""
-    return f"payout-{table_id}"
+from electric_payout.store import projections, repo
 
 
 @dataclass(frozen=True)
@@ -123,14 +107,27 @@ def terms_of(
     )
 
 
-def _discrepancy(d: Discrepancy) -> payout_events.PrizeDiscrepancy:
-    return payout_events.PrizeDiscrepancy(
-        check=_CHECK[d.check],
-        seat=d.seat,
-        player_id=d.player_id,
-        published=usd(d.published_cents),
-        expected=usd(d.expected_cents),
-        detail=d.detail,
+def _award(
+    started: registration_events.TournamentStarted, a: Award, source_event_id: str, at: datetime
+) -> f.PrizeAwarded:
+    """The PrizeAwarded of one award (seat and buy-in: row context, not in the event)."""
+    table_id = started.table_id
+    pool = started.prize_pool.cents
+    return f.PrizeAwarded(
+        tournament_id=table_id,
+        table_id=table_id,
+        place=a.place,
+        player_id=a.player_id,
+        entry_id=a.entry_id,
+        amount_cents=a.amount_cents,
+        share_bps=a.amount_cents * 10_000 // pool if pool else 0,
+        tied_count=a.tied_count,
+        multiplier=started.multiplier,
+        paytable_version=started.paytable_version,
+        source_event_id=source_event_id,
+        occurred_at=at,
+        buy_in_cents=started.buy_in.cents,
+        seat=a.seat,
     )
 
 
@@ -189,15 +186,13 @@ class Payouts:
         result = repo.lock_undecided_result(conn, table_id)
         if result is None:
             return None
-        first = self.store.read_stream(conn, payout_stream(table_id), limit=1)
+        first = codec.read_stream(self.store, conn, payout_stream(table_id), limit=1)
         if first:
             # Decided already: the log has the decision, the row does not (a restored dump
             # whose rows were older than the re-imported events, then a consumer group reset
             # delivering the result again; docs/chaos.md, section 5). The decision stands and
             # the row catches up; deciding again would conflict with NO_STREAM forever.
-            held = first[0].event_type == payout_events.PrizeCheckFailed.DESCRIPTOR.full_name
-            at = to_utc(first[0].occurred_at.ToDatetime(tzinfo=UTC))
-            repo.mark_result(conn, table_id, held=held, at=at)
+            projections.project_logged_decision(conn, first[0][1])
             return None
         tour = repo.get_tournament(conn, table_id)
         if tour is None:
@@ -215,93 +210,32 @@ class Payouts:
         )
         now = utc_now()
         correlation = correlation_id or result.correlation_id or table_id
-        if isinstance(outcome, Held):
-            failed = payout_events.PrizeCheckFailed(
-                tournament_id=table_id,
-                table_id=table_id,
-                discrepancies=[_discrepancy(d) for d in outcome.discrepancies],
-                prize_pool=usd(started.prize_pool.cents),
-                multiplier=started.multiplier,
-                paytable_version=started.paytable_version,
-                source_event_id=result.source_event_id,
-            )
-            self._append(conn, table_id, [failed], correlation, result.source_event_id, now)
-            repo.mark_result(conn, table_id, held=True, at=now)
-            return Decision(table_id, 0, held=True)
         source = result.source_event_id
-        events = [self._award(conn, started, a, source, now) for a in outcome.awards]
-        if events:
-            self._append(conn, table_id, events, correlation, source, now)
-        repo.mark_result(conn, table_id, held=False, at=now)
-        return Decision(table_id, len(events), held=False)
-
-    def _append(
-        self,
-        conn: Connection,
-        table_id: str,
-        events: Sequence[Message],
-        correlation_id: str,
-        causation_id: str,
-        at: datetime,
-    ) -> None:
-        # The decision is the stream's first event: NO_STREAM makes a second one conflict.
-        self.store.append(
-            conn,
-            payout_stream(table_id),
-            NO_STREAM,
-            list(events),
-            correlation_id=correlation_id,
-            causation_id=causation_id,
-            occurred_at=at,
-        )
-
-    def _award(
-        self,
-        conn: Connection,
-        started: registration_events.TournamentStarted,
-        a: Award,
-        source_event_id: str,
-        now: datetime,
-    ) -> payout_events.PrizeAwarded:
-        table_id = started.table_id
-        pool = started.prize_pool.cents
-        repo.add_prize(
-            conn,
-            {
-                "tournament_id": table_id,
-                "place": a.place,
-                "player_id": a.player_id,
-                "entry_id": a.entry_id,
-                "table_id": table_id,
-                "amount_cents": a.amount_cents,
-                "buy_in_cents": started.buy_in.cents,
-                "prize_pool_cents": pool,
-                "multiplier": started.multiplier,
-                "paytable_version": started.paytable_version,
-                "status": "awarded",
-                "wallet_transfer_id": "",
-                "awarded_at": now,
-                "credited_at": None,
-                "transfer_key": prize_transfer_id(table_id, a.player_id, a.place),
-                "seat": a.seat,
-                "tied_count": a.tied_count,
-                "attempts": 0,
-                "last_error": "",
-            },
-        )
-        return payout_events.PrizeAwarded(
-            tournament_id=table_id,
-            table_id=table_id,
-            place=a.place,
-            player_id=a.player_id,
-            entry_id=a.entry_id,
-            amount=usd(a.amount_cents),
-            share_bps=a.amount_cents * 10_000 // pool if pool else 0,
-            tied_count=a.tied_count,
-            multiplier=started.multiplier,
-            paytable_version=started.paytable_version,
-            source_event_id=source_event_id,
-        )
+        held = isinstance(outcome, Held)
+        decided: list[f.Fact]
+        if isinstance(outcome, Held):
+            decided = [
+                f.PrizeCheckFailed(
+                    tournament_id=table_id,
+                    table_id=table_id,
+                    discrepancies=outcome.discrepancies,
+                    prize_pool_cents=started.prize_pool.cents,
+                    multiplier=started.multiplier,
+                    paytable_version=started.paytable_version,
+                    source_event_id=source,
+                    occurred_at=now,
+                )
+            ]
+        else:
+            decided = [_award(started, a, source, now) for a in outcome.awards]
+        if not decided:
+            projections.mark_awarded_without_prizes(conn, table_id, now)
+            return Decision(table_id, 0, held=False)
+        # The rows of the decision (the projector), then its events (the mapper): the
+        # stream's first append (NO_STREAM), so a second decision conflicts.
+        projections.project(conn, decided)
+        codec.append(self.store, conn, decided, correlation_id=correlation, causation_id=source)
+        return Decision(table_id, 0 if held else len(decided), held=held)
 
     def decide_pending(self) -> list[Decision]:
         """Decide results whose start arrived in a concurrent transaction (each consumer saw
@@ -329,42 +263,36 @@ class Payouts:
         out: dict[tuple[str, int, str], Envelope] = {}
         with self.engine.connect() as conn:
             for table_id in set(table_ids):
-                for envelope in self.store.read_stream(conn, payout_stream(table_id)):
-                    if envelope.event_type != payout_events.PrizeAwarded.DESCRIPTOR.full_name:
-                        continue
-                    award = payout_events.PrizeAwarded()
-                    envelope.payload.Unpack(award)
-                    out[(table_id, award.place, award.player_id)] = envelope
+                for envelope, fact in codec.read_stream(self.store, conn, payout_stream(table_id)):
+                    if isinstance(fact, f.PrizeAwarded):
+                        out[(table_id, fact.place, fact.player_id)] = envelope
         return out
 
     def mark_credited(self, credit: repo.OwedCredit, transfer_id: str) -> bool:
         """awarded → credited with PrizeCredited, once. True when this call did it."""
         now = utc_now()
 
+        credited = f.PrizeCredited(
+            tournament_id=credit.table_id,
+            place=credit.place,
+            player_id=credit.player_id,
+            amount_cents=credit.amount_cents,
+            wallet_transfer_id=transfer_id,
+            idempotency_key=credit.transfer_key,
+            occurred_at=now,
+        )
+
         def work(conn: Connection) -> bool:
-            if not repo.mark_credited(
-                conn, credit.table_id, credit.place, credit.player_id, transfer_id, now
-            ):
-                return False
-            self.store.append(
+            if not projections.project(conn, [credited]):
+                return False  # credited already (the row says so): nothing to append
+            codec.append(
+                self.store,
                 conn,
-                payout_stream(credit.table_id),
-                ANY,
-                [
-                    payout_events.PrizeCredited(
-                        tournament_id=credit.table_id,
-                        place=credit.place,
-                        player_id=credit.player_id,
-                        amount=usd(credit.amount_cents),
-                        wallet_transfer_id=transfer_id,
-                        idempotency_key=credit.transfer_key,
-                    )
-                ],
+                [credited],
                 # The owed-work runner binds the award's ids (PrizeCredit); the table id and
                 # the transfer key only stand in for a credit run outside it.
                 correlation_id=causality.correlation_id() or credit.table_id,
                 causation_id=causality.causation_id() or credit.transfer_key,
-                occurred_at=now,
             )
             return True
 

@@ -1,4 +1,5 @@
-"""Payout's store (``electric_payout.store.repo``) on SQLite and PostgreSQL
+"""Payout's store (``electric_payout.store.repo``, and the projector that writes the rows
+payout's own facts determine, ``store.projections``) on SQLite and PostgreSQL
 (``backend_engine``): consumed facts are kept once, a result waits for its start and is
 decided once, prizes read back by tournament and by player, and a prize is credited once
 even when two crediters race for it."""
@@ -10,10 +11,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from electric_eventlog import migrate, upgrade
-from electric_payout.store import repo
+from electric_payout import facts as f
+from electric_payout.store import projections, repo
 from electric_payout.store import tables as t
 from electric_payout.store.tables import VERSIONS_DIR, metadata
-from sqlalchemy import Engine, select
+from sqlalchemy import Connection, Engine, select
 from sqlalchemy.exc import IntegrityError
 
 T0 = datetime(2026, 12, 1, 6, 0, tzinfo=UTC)
@@ -46,25 +48,37 @@ def _tournament(engine: Engine, table_id: str, started: bytes = b"started") -> N
         )
 
 
-def _prize(table_id: str, place: int, player: str, amount: int, minute: int) -> dict[str, object]:
-    return {
-        "tournament_id": table_id,
-        "place": place,
-        "player_id": player,
-        "entry_id": f"e-{table_id}-{player}",
-        "table_id": table_id,
-        "amount_cents": amount,
-        "buy_in_cents": 500,
-        "prize_pool_cents": 3_000,
-        "multiplier": 2,
-        "paytable_version": "v1",
-        "status": "awarded",
-        "wallet_transfer_id": "",
-        "awarded_at": T0 + timedelta(minutes=minute),
-        "credited_at": None,
-        "transfer_key": f"prize:{table_id}:{place}:{player}",
-        "seat": place,
-    }
+def _prize(table_id: str, place: int, player: str, amount: int, minute: int) -> f.PrizeAwarded:
+    return f.PrizeAwarded(
+        tournament_id=table_id,
+        table_id=table_id,
+        place=place,
+        player_id=player,
+        entry_id=f"e-{table_id}-{player}",
+        amount_cents=amount,
+        share_bps=0,
+        tied_count=1,
+        multiplier=2,
+        paytable_version="v1",
+        source_event_id="ev",
+        occurred_at=T0 + timedelta(minutes=minute),
+        buy_in_cents=500,
+        seat=place,
+    )
+
+
+def _decide(conn: Connection, table_id: str, *, held: bool) -> None:
+    """The decision columns of a result, as the projector writes them with the decision."""
+    if held:
+        failed = f.PrizeCheckFailed(table_id, table_id, (), 3_000, 2, "v1", "ev", T0)
+        projections.project(conn, [failed])
+    else:
+        projections.mark_awarded_without_prizes(conn, table_id, T0)
+
+
+def _credit(conn: Connection, place: int, player: str, transfer_id: str) -> bool:
+    credited = f.PrizeCredited("t-1", place, player, 0, transfer_id, "key", T0)
+    return projections.project(conn, [credited])
 
 
 def test_consumed_facts_are_kept_once_and_results_decided_once(backend_engine: Engine) -> None:
@@ -92,13 +106,13 @@ def test_consumed_facts_are_kept_once_and_results_decided_once(backend_engine: E
     with engine.begin() as conn:
         assert repo.lock_undecided_result(conn, "t-1") == repo.ResultRow(b"fin-1", "ev-1")
         assert repo.lock_undecided_result(conn, "t-3") is None
-        repo.mark_result(conn, "t-1", held=False, at=T0)
+        _decide(conn, "t-1", held=False)
     _tournament(engine, "t-2")
     with engine.begin() as conn:
         assert repo.lock_undecided_result(conn, "t-1") is None  # awarded already
         assert repo.undecided_results(conn) == ["t-2"]
         assert repo.lock_undecided_result(conn, "t-2") == repo.ResultRow(b"fin-2", "ev-2")
-        repo.mark_result(conn, "t-2", held=True, at=T0)
+        _decide(conn, "t-2", held=True)
     with engine.connect() as conn:
         assert repo.lock_undecided_result(conn, "t-2") is None  # held
         assert repo.undecided_results(conn) == []
@@ -108,13 +122,14 @@ def test_consumed_facts_are_kept_once_and_results_decided_once(backend_engine: E
 def test_prizes_read_back_by_tournament_and_player(backend_engine: Engine) -> None:
     engine = _migrated(backend_engine)
     with engine.begin() as conn:
-        repo.add_prize(conn, _prize("t-1", 1, "ava", 2_000, minute=0))
-        repo.add_prize(conn, _prize("t-1", 2, "bo", 1_000, minute=0))
-        repo.add_prize(conn, _prize("t-2", 1, "ava", 3_000, minute=5))
-        repo.add_prize(conn, _prize("t-3", 2, "ava", 500, minute=9))
+        projections.project(
+            conn, [_prize("t-1", 1, "ava", 2_000, 0), _prize("t-1", 2, "bo", 1_000, 0)]
+        )
+        projections.project(conn, [_prize("t-2", 1, "ava", 3_000, minute=5)])
+        projections.project(conn, [_prize("t-3", 2, "ava", 500, minute=9)])
     # One prize per (tournament, place, player).
     with pytest.raises(IntegrityError), engine.begin() as conn:
-        repo.add_prize(conn, _prize("t-1", 1, "ava", 9_999, minute=1))
+        projections.project(conn, [_prize("t-1", 1, "ava", 9_999, minute=1)])
 
     with engine.connect() as conn:
         t1 = repo.tournament_prizes(conn, "t-1")
@@ -146,7 +161,7 @@ def test_prizes_read_back_by_tournament_and_player(backend_engine: Engine) -> No
             ("t-2", 1, "ava"),
             ("t-3", 2, "ava"),
         ]
-        assert owed[0] == repo.OwedCredit("t-1", 1, "ava", 2_000, "prize:t-1:1:ava")
+        assert owed[0] == repo.OwedCredit("t-1", 1, "ava", 2_000, "prize-t-1-1-ava")
         assert [o.player_id for o in repo.owed_credits(conn, "t-1", limit=1)] == ["ava"]
         assert repo.uncredited_count(conn) == 4
 
@@ -154,14 +169,15 @@ def test_prizes_read_back_by_tournament_and_player(backend_engine: Engine) -> No
 def test_a_prize_is_credited_once(backend_engine: Engine) -> None:
     engine = _migrated(backend_engine)
     with engine.begin() as conn:
-        repo.add_prize(conn, _prize("t-1", 1, "ava", 2_000, minute=0))
-        repo.add_prize(conn, _prize("t-1", 2, "bo", 1_000, minute=0))
+        projections.project(
+            conn, [_prize("t-1", 1, "ava", 2_000, 0), _prize("t-1", 2, "bo", 1_000, 0)]
+        )
         repo.note_credit_failure(conn, "t-1", 2, "bo", "wallet unavailable " * 200)
         repo.note_credit_failure(conn, "t-1", 2, "bo", "wallet unavailable")
 
     def credit(transfer_id: str) -> bool:
         with engine.begin() as conn:
-            return repo.mark_credited(conn, "t-1", 1, "ava", transfer_id, T0)
+            return _credit(conn, 1, "ava", transfer_id)
 
     with ThreadPoolExecutor(4) as pool:
         won = list(pool.map(credit, [f"tr-{i}" for i in range(8)]))
@@ -178,5 +194,5 @@ def test_a_prize_is_credited_once(backend_engine: Engine) -> None:
             select(t.prizes.c.attempts, t.prizes.c.last_error).where(t.prizes.c.player_id == "bo")
         ).one()
         assert tuple(failures) == (2, "wallet unavailable")
-        assert not repo.mark_credited(conn, "t-1", 1, "ava", "tr-late", T0)
-        assert not repo.mark_credited(conn, "t-9", 1, "ava", "tr-none", T0)
+        assert not _credit(conn, 1, "ava", "tr-late")
+        assert not _credit(conn, 1, "zed", "tr-none")

@@ -1,4 +1,8 @@
-"""Every query over payout's casino tables (synchronous; the caller owns the transaction)."""
+"""Every query over payout's casino tables (synchronous; the caller owns the transaction).
+
+Writes: the round row of a round that owes nothing (a de-duplication record, no event) and
+a credit's failed attempts; the wins, their credits and the round of a round that owes are
+written by the projector (``electric_payout.store.projections``)."""
 
 from __future__ import annotations
 
@@ -7,7 +11,6 @@ from datetime import datetime
 
 from sqlalchemy import Connection, func, insert, select, update
 
-from electric_payout.casino.rules import WinCredit
 from electric_payout.store import tables as t
 
 W = t.casino_wins
@@ -89,30 +92,6 @@ def add_round(
     )
 
 
-def add_win(conn: Connection, c: WinCredit, *, source_event_id: str, at: datetime) -> None:
-    """One owed win."""
-    conn.execute(
-        insert(W).values(
-            round_id=c.round_id,
-            player_id=c.player_id,
-            bet_kind=c.bet_kind,
-            table_id=c.table_id,
-            game=c.game,
-            stake_cents=c.stake_cents,
-            win_cents=c.win_cents,
-            stake_transfer_id=c.stake_transfer_id,
-            status="owed",
-            transfer_key=c.key,
-            wallet_transfer_id="",
-            source_event_id=source_event_id,
-            owed_at=at,
-            credited_at=None,
-            attempts=0,
-            last_error="",
-        )
-    )
-
-
 def owed_wins(conn: Connection, round_id: str | None, limit: int = 500) -> list[WinRow]:
     """Wins owed and not yet credited, oldest first (of one round, or all)."""
     q = select(W).where(W.c.status == "owed")
@@ -120,21 +99,6 @@ def owed_wins(conn: Connection, round_id: str | None, limit: int = 500) -> list[
         q = q.where(W.c.round_id == round_id)
     q = q.order_by(W.c.owed_at, W.c.round_id, W.c.player_id, W.c.bet_kind).limit(limit)
     return [_row(r) for r in conn.execute(q).all()]
-
-
-def mark_credited(conn: Connection, w: WinRow, transfer_id: str, at: datetime) -> bool:
-    """owed → credited; True when this call changed it."""
-    changed = conn.execute(
-        update(W)
-        .where(
-            W.c.round_id == w.round_id,
-            W.c.player_id == w.player_id,
-            W.c.bet_kind == w.bet_kind,
-            W.c.status == "owed",
-        )
-        .values(status="credited", wallet_transfer_id=transfer_id, credited_at=at)
-    ).rowcount
-    return bool(changed == 1)
 
 
 def note_failure(conn: Connection, w: WinRow, error: str) -> None:

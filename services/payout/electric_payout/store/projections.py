@@ -1,80 +1,88 @@
-"""Rebuilding payout's read models from payout's own events, and checking them against them.
+"""Payout's one projector: the rows payout reads about its own decisions are written by one
+fold over its own events, live inside the append's transaction and for rebuilds.
 
-Payout appends five event types of its own (protos/electric/payout/v1), each in the same
-transaction as the rows it describes: PrizeAwarded, PrizeCredited and PrizeCheckFailed
-(stream ``payout-<table>``, :mod:`electric_payout.handlers`), CasinoWinOwed and
-CasinoWinCredited (stream ``payout-casino-<round>``, :mod:`electric_payout.casino.wins`).
-:func:`fold_events` folds them (in global order) into the rows they determine,
-:func:`rebuild_and_compare` names every difference between that fold and the tables (empty
-list = consistent) and :func:`rebuild_projections` writes the fold into the tables in one
-transaction (after a backup restore and the re-import of the events after the dump).
+Payout appends five event types of its own (protos/electric/payout/v1, mapped by
+:mod:`electric_payout.codec`): PrizeAwarded, PrizeCredited and PrizeCheckFailed (stream
+``payout-<table>``, :mod:`electric_payout.handlers`), CasinoWinOwed and CasinoWinCredited
+(stream ``payout-casino-<round>``, :mod:`electric_payout.casino.wins`).
+
+* The fold is :meth:`Changes.add` (one fact at a time, in order); :func:`write` is the one
+  writer of the rows a run of facts determines.
+* Live: the handlers hand the facts they decided to :func:`project` (the fold + ``write``)
+  and then to ``codec.append``, in one transaction. A credit's row is updated only while it
+  is still owed (``awarded`` / ``owed``): :func:`project` says whether it was, and the
+  handler appends the credit only then, so a credit recorded twice is recorded once.
+* Rebuilds: :func:`fold_events` folds every payout event from nothing with the same
+  :meth:`Changes.add`; :func:`rebuild_projections` writes that fold with the same
+  :func:`write` (after a backup restore and the re-import of the events after the dump),
+  :func:`rebuild_and_compare` names every difference between it and the tables (empty list
+  = consistent).
 
 Table by table (what payout's events carry decides it):
 
-- ``payout_prizes``: a projection of PrizeAwarded + PrizeCredited, **rebuilt** (rows without
-  a PrizeAwarded are dropped) and **compared** on the columns the events determine: ids,
-  entry, amount, multiplier, pay table version, ``tied_count``, ``awarded_at`` (the award's
-  ``occurred_at``: the decision writes row and event with one clock reading), ``status`` /
-  ``wallet_transfer_id`` / ``credited_at`` (PrizeCredited, same clock reading),
-  ``transfer_key`` (``prize_transfer_id``) and ``prize_pool_cents`` (the sum of the
-  tournament's awards: a tournament is awarded only when the audit re-check found the
-  published prizes sum to the pool, and every non-zero published prize is awarded, in one
-  append). Not in the events, so neither compared nor derived: ``buy_in_cents`` and ``seat``
-  (kept from the replaced row, else taken from the consumed ``payout_tournaments`` row /
-  stored TournamentFinished, else 0) and the credit attempt bookkeeping ``attempts`` /
-  ``last_error`` (kept from the replaced row, else 0 / "").
-- ``payout_casino_wins``: a projection of CasinoWinOwed + CasinoWinCredited, **rebuilt** and
-  **compared** the same way. Not in the events: ``stake_transfer_id`` (kept from the replaced
-  row, else ""; a win owed after the dump and not yet credited is then credited without its
-  stake's funding split) and ``attempts`` / ``last_error``.
-- ``payout_casino_rounds``: the consumed first RoundSettled / RoundVoided of each round. A
-  round with at least one CasinoWinOwed was settled, and its row is determined (``settled``,
-  reason "", the RoundSettled's id as ``source_event_id``, ``decided_at`` = the owed event's
-  ``occurred_at``): those rows are **compared and rebuilt** (written when missing, so a
-  RoundSettled delivered again pays nothing). Voided and losing rounds leave no payout
-  event: their rows are **left** as they are.
-- ``payout_results``: the consumed TournamentFinished (serialized), which payout's events do
-  not carry: rows are never created or deleted here. Their decision columns are payout's
-  own: ``awarded_at`` = the PrizeAwarded's ``occurred_at``, ``held_at`` = the
-  PrizeCheckFailed's; for rows present they are **compared and set**. (A tournament decided
-  with no prize at all appends nothing and is not checked.)
+- ``payout_prizes``: PrizeAwarded + PrizeCredited, **written by the fold** live and
+  **rebuilt** (rows without a PrizeAwarded are dropped); **compared** on the columns the
+  events determine: ids, entry, amount, multiplier, pay table version, ``tied_count``,
+  ``awarded_at`` (the award's ``occurred_at``), ``status`` / ``wallet_transfer_id`` /
+  ``credited_at`` (PrizeCredited), ``transfer_key`` (``prize_transfer_id``) and
+  ``prize_pool_cents`` (the sum of the tournament's awards: a tournament is awarded only
+  when the audit re-check found the published prizes sum to the pool, and every non-zero
+  published prize is awarded, in one append). Row context the events do not carry
+  (``facts`` module doc): ``buy_in_cents`` and ``seat``, from the deciding handler live;
+  in a rebuild kept from the replaced row, else taken from the consumed
+  ``payout_tournaments`` row / stored TournamentFinished, else 0. Owed-work bookkeeping:
+  ``attempts`` / ``last_error`` (0 / "" when written, counted by ``repo.note_credit_failure``,
+  kept by a rebuild).
+- ``payout_casino_wins``: CasinoWinOwed + CasinoWinCredited, the same way. Row context:
+  ``stake_transfer_id`` (kept from the replaced row, else ""; a win owed after the dump and
+  not yet credited is then credited without its stake's funding split); owed-work
+  bookkeeping ``attempts`` / ``last_error``.
+- ``payout_casino_rounds``: the first RoundSettled / RoundVoided consumed for a round. A
+  round with owed wins has its row **written by the fold** from its first CasinoWinOwed
+  (``settled``, reason "", the RoundSettled's id, ``decided_at`` = the owed event's
+  ``occurred_at``), live and in a rebuild (so a RoundSettled delivered again after a
+  restore pays nothing). A voided or losing round leaves no payout event: its row is a
+  de-duplication record the casino handler writes itself (``casino.repo.add_round``) and a
+  rebuild **leaves** it.
+- ``payout_results``: the consumed TournamentFinished, which payout's events do not carry
+  (written by the consumer, ``repo.add_result``; never created or deleted here). Its
+  decision columns are payout's own and **written by the fold**: ``awarded_at`` = the
+  PrizeAwarded's ``occurred_at``, ``held_at`` = the PrizeCheckFailed's. The one decision
+  that appends nothing — a tournament with no prize at all — is marked by
+  :func:`mark_awarded_without_prizes` (not checked by a rebuild: nothing to fold).
 - ``payout_tournaments`` and ``payout_hand_buttons``: consumed TournamentStarted /
-  HandStarted facts, **left** as they are (not derivable from payout's events).
+  HandStarted facts, written by the consumers and **left** as they are (not derivable from
+  payout's events).
 
 How consumed facts recover after a restore: they do not, in normal operation. The consumer
 groups' offsets are in Kafka, past the events consumed after the dump, so those are not
 delivered again; a group reset would re-apply them (the de-dup records are as of the dump).
-A re-delivered TournamentStarted / TournamentFinished of a tournament already decided in
-the events whose ``payout_results`` row was lost would decide again: its ``NO_STREAM``
-append raises ConcurrencyError (nothing is awarded twice), which the worker retries as
-transient, without end. The event-store's own tables (events, outbox, consumer records) are
-not projections.
+A result delivered again whose decision is in the log but not in its row has its row
+caught up from the log (:func:`project_logged_decision`), nothing is decided twice. The
+event store's own tables (events, outbox, consumer records) are not projections.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, fields, replace
-from datetime import UTC, datetime
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from electric.eventlog.v1.envelope_pb2 import Envelope
-from electric.payout.v1 import casino_events_pb2 as ce
-from electric.payout.v1 import events_pb2 as pe
 from electric.table.v1 import events_pb2 as table_events
 from electric_domain.payout import prize_transfer_id
 from electric_eventlog.codec import to_utc
 from electric_eventlog.engine import read_only
 from electric_eventlog.store import EventStore
-from google.protobuf.message import Message
-from sqlalchemy import Connection, Engine, Table, delete, insert, select, update
+from sqlalchemy import Connection, Engine, Table, Update, bindparam, delete, insert, select, update
 
+from electric_payout import codec
+from electric_payout import facts as f
 from electric_payout.store import tables as t
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-_M = TypeVar("_M", bound=Message)
 _R = TypeVar("_R", bound="DataclassInstance")
 
 
@@ -142,108 +150,221 @@ class Decided:
 PrizeKey = tuple[str, int, str]
 WinKey = tuple[str, str, str]
 
+#: Defaults of the columns a fact may leave to the rebuild (row context, bookkeeping).
+PRIZE_EXTRA: dict[str, Any] = {"buy_in_cents": 0, "seat": 0, "attempts": 0, "last_error": ""}
+WIN_EXTRA: dict[str, Any] = {"stake_transfer_id": "", "attempts": 0, "last_error": ""}
+
 
 @dataclass
-class Fold:
-    """Payout's rows as its events determine them."""
+class Changes:
+    """What a run of payout facts writes (module doc): the prizes and wins it creates (with
+    their state at the end of the run), the credits of prizes and wins created before it,
+    the rounds and the decisions it determines.
 
-    prizes: dict[PrizeKey, Prize]
-    wins: dict[WinKey, Win]
-    rounds: dict[str, Round]
-    decisions: dict[str, Decided]
+    ``fresh``: the run starts from nothing (a rebuild), so a credit of a prize or win the
+    run has not created contradicts the events (a problem); live, it updates the row."""
+
+    fresh: bool = False
+    prizes: dict[PrizeKey, Prize] = field(default_factory=dict)
+    prize_extra: dict[PrizeKey, dict[str, Any]] = field(default_factory=dict)
+    prizes_credited: dict[PrizeKey, f.PrizeCredited] = field(default_factory=dict)
+    wins: dict[WinKey, Win] = field(default_factory=dict)
+    win_extra: dict[WinKey, dict[str, Any]] = field(default_factory=dict)
+    wins_credited: dict[WinKey, f.CasinoWinCredited] = field(default_factory=dict)
+    rounds: dict[str, Round] = field(default_factory=dict)
+    decisions: dict[str, Decided] = field(default_factory=dict)
     #: Events that contradict the fold (e.g. a credit of an unknown prize).
-    problems: list[str]
+    problems: list[str] = field(default_factory=list)
     events: int = 0
 
+    def add(self, fact: f.Fact, event_id: str = "") -> None:
+        """Fold ``fact`` (``event_id`` names it in a problem, which is not counted)."""
+        problems = len(self.problems)
+        self._fold(fact, event_id)
+        self.events += len(self.problems) == problems
 
-def _unpack(envelope: Envelope, cls: type[_M]) -> _M:
-    msg = cls()
-    envelope.payload.Unpack(msg)
-    return msg
-
-
-def fold_events(conn: Connection, events: EventStore) -> Fold:
-    """Fold every payout event of the store, in global order."""
-    f = Fold({}, {}, {}, {}, [])
-    for env in events.iter_all(conn):
-        at = env.occurred_at.ToDatetime(tzinfo=UTC)
-        name = env.event_type
-        if name == pe.PrizeAwarded.DESCRIPTOR.full_name:
-            a = _unpack(env, pe.PrizeAwarded)
-            f.prizes[(a.tournament_id, a.place, a.player_id)] = Prize(
-                tournament_id=a.tournament_id,
-                place=a.place,
-                player_id=a.player_id,
-                entry_id=a.entry_id,
-                table_id=a.table_id,
-                amount_cents=a.amount.cents,
-                prize_pool_cents=0,  # the sum of the tournament's awards, below
-                multiplier=a.multiplier,
-                paytable_version=a.paytable_version,
-                status="awarded",
-                wallet_transfer_id="",
-                awarded_at=at,
-                credited_at=None,
-                transfer_key=prize_transfer_id(a.table_id, a.player_id, a.place),
-                tied_count=a.tied_count,
-            )
-            f.decisions[a.tournament_id] = Decided(awarded_at=at, held_at=None)
-        elif name == pe.PrizeCredited.DESCRIPTOR.full_name:
-            c = _unpack(env, pe.PrizeCredited)
-            key = (c.tournament_id, c.place, c.player_id)
-            if key not in f.prizes:
-                f.problems.append(f"event {env.event_id}: PrizeCredited of unawarded prize {key}")
-                continue
-            f.prizes[key] = replace(
-                f.prizes[key],
-                status="credited",
-                wallet_transfer_id=c.wallet_transfer_id,
-                credited_at=at,
-            )
-        elif name == pe.PrizeCheckFailed.DESCRIPTOR.full_name:
-            held = _unpack(env, pe.PrizeCheckFailed)
-            f.decisions[held.table_id] = Decided(awarded_at=None, held_at=at)
-        elif name == ce.CasinoWinOwed.DESCRIPTOR.full_name:
-            o = _unpack(env, ce.CasinoWinOwed)
-            f.wins[(o.round_id, o.player_id, o.bet_kind)] = Win(
-                round_id=o.round_id,
-                player_id=o.player_id,
-                bet_kind=o.bet_kind,
-                table_id=o.table_id,
-                game=o.game,
-                stake_cents=o.stake.cents,
-                win_cents=o.win.cents,
-                status="owed",
-                transfer_key=o.idempotency_key,
-                wallet_transfer_id="",
-                source_event_id=o.source_event_id,
-                owed_at=at,
-                credited_at=None,
-            )
-            if o.round_id not in f.rounds:
-                f.rounds[o.round_id] = Round(
-                    o.round_id, o.table_id, o.game, "settled", "", o.source_event_id, at
+    def _fold(self, fact: f.Fact, event_id: str) -> None:
+        if isinstance(fact, f.PrizeAwarded):
+            self._awarded(fact)
+        elif isinstance(fact, f.PrizeCredited):
+            key = (fact.tournament_id, fact.place, fact.player_id)
+            if key in self.prizes:
+                self.prizes[key] = replace(
+                    self.prizes[key],
+                    status="credited",
+                    wallet_transfer_id=fact.wallet_transfer_id,
+                    credited_at=fact.occurred_at,
                 )
-        elif name == ce.CasinoWinCredited.DESCRIPTOR.full_name:
-            w = _unpack(env, ce.CasinoWinCredited)
-            wkey = (w.round_id, w.player_id, w.bet_kind)
-            if wkey not in f.wins:
-                f.problems.append(f"event {env.event_id}: CasinoWinCredited of unowed win {wkey}")
-                continue
-            f.wins[wkey] = replace(
-                f.wins[wkey],
-                status="credited",
-                wallet_transfer_id=w.wallet_transfer_id,
-                credited_at=at,
-            )
+            elif self.fresh:
+                self.problems.append(f"event {event_id}: PrizeCredited of unawarded prize {key}")
+            else:
+                self.prizes_credited[key] = fact
+        elif isinstance(fact, f.PrizeCheckFailed):
+            self.decisions[fact.table_id] = Decided(awarded_at=None, held_at=fact.occurred_at)
+        elif isinstance(fact, f.CasinoWinOwed):
+            self._owed(fact)
         else:
-            continue
-        f.events += 1
-    pools: dict[str, int] = {}
-    for p in f.prizes.values():
-        pools[p.tournament_id] = pools.get(p.tournament_id, 0) + p.amount_cents
-    f.prizes = {k: replace(p, prize_pool_cents=pools[p.tournament_id]) for k, p in f.prizes.items()}
-    return f
+            wkey = (fact.round_id, fact.player_id, fact.bet_kind)
+            if wkey in self.wins:
+                self.wins[wkey] = replace(
+                    self.wins[wkey],
+                    status="credited",
+                    wallet_transfer_id=fact.wallet_transfer_id,
+                    credited_at=fact.occurred_at,
+                )
+            elif self.fresh:
+                self.problems.append(f"event {event_id}: CasinoWinCredited of unowed win {wkey}")
+            else:
+                self.wins_credited[wkey] = fact
+
+    def _awarded(self, a: f.PrizeAwarded) -> None:
+        key = (a.tournament_id, a.place, a.player_id)
+        self.prizes[key] = Prize(
+            tournament_id=a.tournament_id,
+            place=a.place,
+            player_id=a.player_id,
+            entry_id=a.entry_id,
+            table_id=a.table_id,
+            amount_cents=a.amount_cents,
+            prize_pool_cents=0,  # the sum of the tournament's awards: see prize_rows
+            multiplier=a.multiplier,
+            paytable_version=a.paytable_version,
+            status="awarded",
+            wallet_transfer_id="",
+            awarded_at=a.occurred_at,
+            credited_at=None,
+            transfer_key=prize_transfer_id(a.table_id, a.player_id, a.place),
+            tied_count=a.tied_count,
+        )
+        context = {"buy_in_cents": a.buy_in_cents, "seat": a.seat}
+        self.prize_extra[key] = {k: v for k, v in context.items() if v is not None}
+        self.decisions[a.tournament_id] = Decided(awarded_at=a.occurred_at, held_at=None)
+
+    def _owed(self, o: f.CasinoWinOwed) -> None:
+        wkey = (o.round_id, o.player_id, o.bet_kind)
+        self.wins[wkey] = Win(
+            round_id=o.round_id,
+            player_id=o.player_id,
+            bet_kind=o.bet_kind,
+            table_id=o.table_id,
+            game=o.game,
+            stake_cents=o.stake_cents,
+            win_cents=o.win_cents,
+            status="owed",
+            transfer_key=o.idempotency_key,
+            wallet_transfer_id="",
+            source_event_id=o.source_event_id,
+            owed_at=o.occurred_at,
+            credited_at=None,
+        )
+        has = o.stake_transfer_id is not None
+        self.win_extra[wkey] = {"stake_transfer_id": o.stake_transfer_id} if has else {}
+        if o.round_id not in self.rounds:
+            self.rounds[o.round_id] = Round(
+                o.round_id, o.table_id, o.game, "settled", "", o.source_event_id, o.occurred_at
+            )
+
+    def prize_rows(self) -> dict[PrizeKey, Prize]:
+        """The prizes created, each with its tournament's pool (the sum of its awards: all
+        of a tournament's awards are one append, so one run has them all)."""
+        pools: dict[str, int] = {}
+        for p in self.prizes.values():
+            pools[p.tournament_id] = pools.get(p.tournament_id, 0) + p.amount_cents
+        return {
+            k: replace(p, prize_pool_cents=pools[p.tournament_id]) for k, p in self.prizes.items()
+        }
+
+
+# ------------------------------------------------------------------------------ writing
+
+
+def _credit(table: Table, key: Sequence[str], owed: str) -> Update:
+    """The conditional credit of one row (by its primary key ``key``, bound as ``k_<col>``):
+    only while its status is still ``owed``."""
+    where = [table.c[k] == bindparam(f"k_{k}") for k in key]
+    return (
+        update(table)
+        .where(*where, table.c.status == owed)
+        .values(
+            status="credited", wallet_transfer_id=bindparam("wtid"), credited_at=bindparam("at")
+        )
+    )
+
+
+_PRIZE_KEY = ("tournament_id", "place", "player_id")
+_WIN_KEY = ("round_id", "player_id", "bet_kind")
+
+
+def write(conn: Connection, changes: Changes) -> bool:
+    """Write ``changes`` (the one writer of the fold's rows, live and in a rebuild). True
+    when every credit found its row still owed; False when one was credited already (its
+    row is left as it was, and the caller must not append the credit)."""
+    prizes = changes.prize_rows()
+    if prizes:
+        conn.execute(
+            insert(t.prizes),
+            [
+                {**asdict(p), **PRIZE_EXTRA, **changes.prize_extra.get(k, {})}
+                for k, p in prizes.items()
+            ],
+        )
+    if changes.wins:
+        conn.execute(
+            insert(t.casino_wins),
+            [
+                {**asdict(w), **WIN_EXTRA, **changes.win_extra.get(k, {})}
+                for k, w in changes.wins.items()
+            ],
+        )
+    if changes.rounds:
+        conn.execute(insert(t.casino_rounds), [asdict(r) for r in changes.rounds.values()])
+    for tid, d in changes.decisions.items():
+        conn.execute(update(t.results).where(t.results.c.tournament_id == tid).values(asdict(d)))
+    done = True
+    for key, pc in changes.prizes_credited.items():
+        params = {f"k_{c}": v for c, v in zip(_PRIZE_KEY, key, strict=True)}
+        params |= {"wtid": pc.wallet_transfer_id, "at": pc.occurred_at}
+        done &= conn.execute(_credit(t.prizes, _PRIZE_KEY, "awarded"), params).rowcount == 1
+    for wkey, wc in changes.wins_credited.items():
+        params = {f"k_{c}": v for c, v in zip(_WIN_KEY, wkey, strict=True)}
+        params |= {"wtid": wc.wallet_transfer_id, "at": wc.occurred_at}
+        done &= conn.execute(_credit(t.casino_wins, _WIN_KEY, "owed"), params).rowcount == 1
+    return done
+
+
+def project(conn: Connection, facts: Sequence[f.Fact]) -> bool:
+    """Live: write the rows of ``facts`` (just decided, about to be appended in the same
+    transaction). False when a credit among them was recorded already (:func:`write`)."""
+    changes = Changes()
+    for fact in facts:
+        changes.add(fact)
+    return write(conn, changes)
+
+
+def project_logged_decision(conn: Connection, fact: f.Fact) -> None:
+    """The decision columns of a result whose decision is in the log (``fact``: its
+    stream's first event) but not in its row: a dump restored with rows older than the
+    re-imported events, then the result delivered again (docs/chaos.md, section 5)."""
+    changes = Changes()
+    changes.add(fact)
+    write(conn, Changes(decisions=changes.decisions))
+
+
+def mark_awarded_without_prizes(conn: Connection, table_id: str, at: datetime) -> None:
+    """The one decision payout's events do not record: a tournament awarded with no prize
+    (nothing to append). Its row is marked here so the decision is taken once."""
+    write(conn, Changes(decisions={table_id: Decided(awarded_at=at, held_at=None)}))
+
+
+# ------------------------------------------------------------------------------ folding
+
+
+def fold_events(conn: Connection, events: EventStore) -> Changes:
+    """Fold every payout event of the store, in global order, from nothing."""
+    changes = Changes(fresh=True)
+    for envelope, fact in codec.read_all(events, conn):
+        changes.add(fact, envelope.event_id)
+    return changes
 
 
 # ------------------------------------------------------------------------------ reading rows
@@ -316,7 +437,7 @@ def rebuild_and_compare(engine: Engine, events: EventStore) -> list[str]:
         rounds = _rows(conn, t.casino_rounds, ("round_id",))
         results = _rows(conn, t.results, ("tournament_id",))
     diffs = list(fold.problems)
-    diffs += _differences("prize", fold.prizes, prizes, Prize)
+    diffs += _differences("prize", fold.prize_rows(), prizes, Prize)
     diffs += _differences("casino win", fold.wins, wins, Win)
     # Rounds and results: only those the events determine (module doc).
     diffs += _differences(
@@ -339,47 +460,38 @@ def _seats(conn: Connection) -> dict[tuple[str, str], int]:
     return out
 
 
+def _carry(fold: Changes, conn: Connection) -> None:
+    """Fill the columns the events do not carry (module doc) from the rows about to be
+    replaced, else from the consumed facts."""
+    old_prizes, old_wins = _prize_rows(conn), _win_rows(conn)
+    tours = select(t.tournaments.c.tournament_id, t.tournaments.c.buy_in_cents)
+    buy_ins = {tid: int(cents) for tid, cents in conn.execute(tours)}
+    seats = _seats(conn)
+    for key, p in fold.prizes.items():
+        old = old_prizes.get(key, {})
+        fold.prize_extra[key] = {
+            "buy_in_cents": old.get("buy_in_cents", buy_ins.get(p.tournament_id, 0)),
+            "seat": old.get("seat", seats.get((p.tournament_id, p.player_id), 0)),
+            "attempts": old.get("attempts", 0),
+            "last_error": old.get("last_error", ""),
+        }
+    for wkey in fold.wins:
+        old = old_wins.get(wkey, {})
+        fold.win_extra[wkey] = {k: old.get(k, v) for k, v in WIN_EXTRA.items()}
+
+
 def rebuild_projections(engine: Engine, events: EventStore) -> int:
-    """Write the fold of payout's events into its tables (one transaction; module doc for
-    what is replaced, kept and left). Returns the number of events folded."""
+    """Write the fold of payout's events into its tables with the live :func:`write` (one
+    transaction; module doc for what is replaced, kept and left). Returns the number of
+    events folded."""
     with engine.begin() as conn:
         fold = fold_events(conn, events)
-        old_prizes, old_wins = _prize_rows(conn), _win_rows(conn)
-        tours = select(t.tournaments.c.tournament_id, t.tournaments.c.buy_in_cents)
-        buy_ins = {tid: int(cents) for tid, cents in conn.execute(tours)}
-        seats = _seats(conn)
+        _carry(fold, conn)
         conn.execute(delete(t.prizes))
-        prize_rows = []
-        for key, p in fold.prizes.items():
-            old = old_prizes.get(key, {})
-            carried = {
-                "buy_in_cents": old.get("buy_in_cents", buy_ins.get(p.tournament_id, 0)),
-                "seat": old.get("seat", seats.get((p.tournament_id, p.player_id), 0)),
-                "attempts": old.get("attempts", 0),
-                "last_error": old.get("last_error", ""),
-            }
-            prize_rows.append({**asdict(p), **carried})
-        if prize_rows:
-            conn.execute(insert(t.prizes), prize_rows)
         conn.execute(delete(t.casino_wins))
-        win_rows = []
-        for wkey, w in fold.wins.items():
-            old = old_wins.get(wkey, {})
-            carried = {
-                "stake_transfer_id": old.get("stake_transfer_id", ""),
-                "attempts": old.get("attempts", 0),
-                "last_error": old.get("last_error", ""),
-            }
-            win_rows.append({**asdict(w), **carried})
-        if win_rows:
-            conn.execute(insert(t.casino_wins), win_rows)
         rounds = list(fold.rounds)
         for i in range(0, len(rounds), 500):  # bounded IN lists
             chunk = rounds[i : i + 500]
             conn.execute(delete(t.casino_rounds).where(t.casino_rounds.c.round_id.in_(chunk)))
-            conn.execute(insert(t.casino_rounds), [asdict(fold.rounds[r]) for r in chunk])
-        for tid, d in fold.decisions.items():
-            conn.execute(
-                update(t.results).where(t.results.c.tournament_id == tid).values(asdict(d))
-            )
+        write(conn, fold)
     return fold.events

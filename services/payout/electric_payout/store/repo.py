@@ -1,17 +1,19 @@
 """Every query over payout's tables (synchronous; the caller owns the transaction).
 
 Tournaments and results are stored as the events that announced them (serialized), plus the
-columns the queries need; prizes are rows with their credit bookkeeping.
+columns the queries need; prizes are rows with their credit bookkeeping. The only writes
+here are of the consumed facts and of a credit's failed attempts: every row payout's own
+events determine (prizes, their credits, the decision on a result) is written by the
+projector (:mod:`.projections`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
 from electric_eventlog.once import insert_once
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import Connection, func, select, update
 
 from electric_payout.store import tables as t
 
@@ -201,12 +203,6 @@ def lock_undecided_result(conn: Connection, table_id: str) -> ResultRow | None:
     return ResultRow(bytes(r.finished), r.source_event_id, r.correlation_id)
 
 
-def mark_result(conn: Connection, table_id: str, *, held: bool, at: datetime) -> None:
-    """Record the decision on a result: awarded, or held by the prize check."""
-    values = {"held_at": at} if held else {"awarded_at": at}
-    conn.execute(update(t.results).where(t.results.c.tournament_id == table_id).values(values))
-
-
 def undecided_results(conn: Connection) -> list[str]:
     """Tables whose start and result are both in but not decided yet."""
     return list(
@@ -219,11 +215,6 @@ def undecided_results(conn: Connection) -> list[str]:
 
 
 # ------------------------------------------------------------------------------ prizes
-
-
-def add_prize(conn: Connection, values: Mapping[str, object]) -> None:
-    """Insert one awarded prize (``values``: the columns of ``payout_prizes``)."""
-    conn.execute(insert(t.prizes).values(**values))
 
 
 @dataclass(frozen=True)
@@ -255,23 +246,6 @@ def owed_credits(conn: Connection, table_id: str | None, limit: int = 200) -> li
         OwedCredit(r.tournament_id, int(r.place), r.player_id, int(r.amount_cents), r.transfer_key)
         for r in rows
     ]
-
-
-def mark_credited(
-    conn: Connection, table_id: str, place: int, player_id: str, transfer_id: str, at: datetime
-) -> bool:
-    """awarded → credited; True when this call changed it."""
-    changed = conn.execute(
-        update(t.prizes)
-        .where(
-            t.prizes.c.tournament_id == table_id,
-            t.prizes.c.place == place,
-            t.prizes.c.player_id == player_id,
-            t.prizes.c.status == "awarded",
-        )
-        .values(status="credited", wallet_transfer_id=transfer_id, credited_at=at)
-    ).rowcount
-    return bool(changed == 1)
 
 
 def note_credit_failure(
