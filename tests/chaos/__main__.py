@@ -45,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--table-instances", type=int, default=2, help="table-service processes (scale-out)"
     )
+    p.add_argument("--log-level", default="WARNING", help="the services' log level (INFO: more)")
     p.add_argument("--out", type=Path, default=ChaosConfig.out, help="run directories here")
     p.add_argument("--plan", action="store_true", help="print the fault schedule and exit")
     a = p.parse_args(argv)
@@ -67,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         uth_bots=a.uth_bots,
         table_instances=a.table_instances,
         replicated=a.replicated,
+        log_level=a.log_level,
         out=a.out,
     )
     report = run(cfg, log=lambda line: print(line, flush=True))

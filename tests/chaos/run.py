@@ -66,6 +66,9 @@ class ChaosConfig:
     #: A 3-broker Kafka cluster and PostgreSQL with failover instead of one of each
     #: (issue 28); needed by the ``broker_loss`` and ``pg_failover`` faults.
     replicated: bool = False
+    #: The services' ELECTRIC_LOG_LEVEL (INFO: every ownership move and fence in the logs,
+    #: to explain a long pause; about 1 GB an hour at this load).
+    log_level: str = "WARNING"
     out: Path = ROOT / "var" / "chaos"
 
 
@@ -131,7 +134,7 @@ def run(cfg: ChaosConfig, log: Callable[[str], None] = print) -> Report:
         cluster_mod = inv.e2e()[0].platform_cluster()
         extra = {
             "ELECTRIC_TABLE_HAND_PAUSE_MS": "0",
-            "ELECTRIC_LOG_LEVEL": "WARNING",
+            "ELECTRIC_LOG_LEVEL": cfg.log_level,
             **inv.e2e()[0].UTH_WINDOWS,
             **(kafka.service_env if isinstance(kafka, PrivateKafkaCluster) else {}),
         }
