@@ -16,6 +16,10 @@
 #   bash deploy/postgres-ha.sh kill N        SIGKILL node N, keeper and server alike (a lost
 #                                            machine); the monitor fails over to a standby
 #   bash deploy/postgres-ha.sh start N       restart node N's keeper: it rejoins as a standby
+#   bash deploy/postgres-ha.sh rebuild N     node N dropped from the monitor and copied anew
+#                                            from the primary (one that cannot rejoin; below)
+#   bash deploy/postgres-ha.sh wait [S]      until one primary and two secondaries (S s: 120)
+#   bash deploy/postgres-ha.sh state         the formation's state as JSON
 #
 # Why three data nodes: with two, pg_auto_failover keeps a primary writable when its only
 # standby is gone (wait_primary: synchronous replication off), so a commit could be
@@ -102,6 +106,40 @@ run_keeper() { # dir
   exit 1
 }
 
+start_node() { # N: create the node when it has no data (a standby copied from the primary
+  # by pg_basebackup, or the first primary), then run its keeper
+  local n="$1" d
+  d="$(node_dir "$n")"
+  mkdir -p "$d"
+  [[ "$(id -u)" == 0 ]] && chown postgres "$d"
+  if [[ ! -f "$d/data/PG_VERSION" ]]; then
+    log "creating node $n on $HOST:$(node_port "$n")"
+    as_pg pg_autoctl create postgres --pgdata "$d/data" --pgport "$(node_port "$n")" \
+      --hostname "$HOST" --listen "$HOST" --name "node$n" --auth trust --no-ssl \
+      --monitor "$(monitor_uri)" >>"$d/keeper.log" 2>&1
+  fi
+  as_pg pg_autoctl config set --pgdata "$d/data" timeout.network_partition_timeout 6 \
+    >>"$d/keeper.log" 2>&1
+  run_keeper "$d"
+}
+
+# A node that cannot rejoin, rebuilt: killed, dropped from the monitor, its data deleted and
+# copied anew from the primary. Needed when an old primary's WAL went past the point its
+# successor was promoted at (commits it wrote that no standby acknowledged, so no client
+# was told they were done) and a second failover asks it for its LSN before it was rewound:
+# PostgreSQL cannot start it ("requested timeline N does not contain minimum recovery
+# point"), yet its keeper answers the monitor, which waits for that node's report and
+# promotes nobody (docs/chaos.md §7). Dropping it lets the failover go on.
+rebuild_node() { # N
+  local n="$1" d
+  d="$(node_dir "$n")"
+  kill_dir "$d"
+  as_pg pg_autoctl drop node --monitor "$(monitor_uri)" --name "node$n" --force \
+    >>"$d/keeper.log" 2>&1 || true
+  rm -rf "$d/data" "$d/backup"
+  start_node "$n"
+}
+
 sql_monitor() {
   as_pg psql -X -q -h "$HOST" -p "$PGHA_PORT" -d pg_auto_failover -v ON_ERROR_STOP=1 "$@"
 }
@@ -135,21 +173,7 @@ cmd_up() {
     -c "ALTER SYSTEM SET pgautofailover.health_check_retry_delay TO 500" \
     -c "ALTER SYSTEM SET pgautofailover.node_considered_unhealthy_timeout TO 4000" \
     -c "SELECT pg_reload_conf()" >/dev/null
-  for n in 1 2 3; do
-    local d
-    d="$(node_dir "$n")"
-    mkdir -p "$d"
-    [[ "$(id -u)" == 0 ]] && chown postgres "$d"
-    if [[ ! -f "$d/data/PG_VERSION" ]]; then
-      log "creating node $n on $HOST:$(node_port "$n")"
-      as_pg pg_autoctl create postgres --pgdata "$d/data" --pgport "$(node_port "$n")" \
-        --hostname "$HOST" --listen "$HOST" --name "node$n" --auth trust --no-ssl \
-        --monitor "$(monitor_uri)" >>"$d/keeper.log" 2>&1
-    fi
-    as_pg pg_autoctl config set --pgdata "$d/data" timeout.network_partition_timeout 6 \
-      >>"$d/keeper.log" 2>&1
-    run_keeper "$d"
-  done
+  for n in 1 2 3; do start_node "$n"; done
   wait_formation 240
   as_pg pg_autoctl set formation number-sync-standbys 1 --pgdata "$(node_dir "$(primary)")/data" \
     >>"$DIR/set.log" 2>&1 || true
@@ -268,8 +292,22 @@ start)
   run_keeper "$(node_dir "${2:?node number}")"
   echo "node $2 keeper started (it rejoins as a standby)"
   ;;
+rebuild)
+  resolve_dir
+  rebuild_node "${2:?node number}"
+  echo "node $2 dropped and created anew from the primary (it joins as a standby)"
+  ;;
+state)
+  resolve_dir
+  state_json
+  ;;
+wait)
+  resolve_dir
+  wait_formation "${2:-120}"
+  echo "one primary and two secondaries"
+  ;;
 *)
-  echo "usage: $0 up|down|status|url|primary|kill N|start N" >&2
+  echo "usage: $0 up|down|status|url|primary|kill N|start N|rebuild N|wait [SECONDS]|state" >&2
   exit 2
   ;;
 esac
