@@ -36,7 +36,7 @@ from typing import Protocol, runtime_checkable
 
 import tenacity
 from electric.eventlog.v1.envelope_pb2 import Envelope
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 
 from .bus import EventBus, OutgoingMessage, envelope_message
 from .engine import read_only, reading
@@ -167,7 +167,26 @@ class OutboxRelay:
     def _fetch(self) -> list[tuple[str, Envelope]]:
         # One statement: autocommit on PostgreSQL (no BEGIN/ROLLBACK round trips per poll).
         with reading(self.engine) as conn:
-            return fetch_unsent(conn, limit=self.batch_size, topic=self.topic)
+            batch = fetch_unsent(conn, limit=self.batch_size, topic=self.topic)
+        if batch and self.engine.dialect.name == "postgresql":
+            self._durable_barrier()
+        return batch
+
+    def _durable_barrier(self) -> None:
+        """Return once everything the fetch saw is on a synchronous standby.
+
+        A commit normally becomes visible only after the standby acknowledged it, but not
+        always: a backend whose wait for the standby ends early (it is terminated, e.g. by
+        a fast shutdown of the primary or ``fencing.break_stale_writers``, or cancelled)
+        leaves its commit visible locally, unreplicated ("committed locally, but might not
+        have been replicated"). Published, such an event is on the topic, and a failover
+        then loses it from the store: the next append takes its stream version with another
+        event (the chaos run saw two events at one version). A transaction with a
+        transaction id waits at its commit for the standby to hold the WAL up to its own
+        commit record, which comes after every commit the fetch could see; WAL is streamed
+        in order. Without synchronous replication configured it returns at once."""
+        with self.engine.begin() as conn:
+            conn.execute(text("SELECT txid_current()"))
 
     def _mark(self, sent: list[tuple[str, int]]) -> None:
         with self.engine.begin() as conn:
