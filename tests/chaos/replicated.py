@@ -247,10 +247,10 @@ class PrivatePostgresHA:
     def settle(self, wait: float = 150.0) -> str:
         """Until the formation is whole again (a primary and two secondaries), so that the
         next fault meets a healthy formation (the run injects one failure at a time). A node
-        that has not rejoined in ``wait`` s is rebuilt (``postgres-ha.sh rebuild``): an old
-        primary whose WAL went past its successor's promotion cannot start as a standby
-        before it is rewound, and when a second failover asks it for its LSN first, the
-        monitor waits for it and promotes nobody (docs/chaos.md §7)."""
+        that has not rejoined in ``wait`` s is rebuilt (``postgres-ha.sh rebuild``) when it
+        is safe to: an old primary whose WAL went past its successor's promotion cannot
+        start as a standby before it is rewound, and when a second failover asks it for its
+        LSN first, the monitor waits for it and promotes nobody (docs/chaos.md §7)."""
         began = time.monotonic()
         try:
             self._ha("wait", str(int(wait)), timeout=wait + 30)
@@ -258,17 +258,28 @@ class PrivatePostgresHA:
         except RuntimeError:
             pass
         nodes = json.loads(self._ha("state", timeout=30) or "[]")
-        # The one node behind its assigned state, only when the two others are where the
-        # monitor wants them: they hold every acknowledged commit (one is the synchronous
-        # standby), so the rebuilt node loses nothing. Anything else is not guessed at.
-        stuck = [
-            int(str(n["nodename"]).removeprefix("node"))
-            for n in nodes
-            if n["current_group_state"] != n["assigned_group_state"]
-        ]
-        if len(stuck) != 1 or len(nodes) != 3:
+
+        # Only a node behind its assigned state that holds nothing the two others lack: on
+        # an older timeline, and at no later WAL position than either of them. Such a node
+        # is an old primary whose extra WAL no standby acknowledged. A node AHEAD of the
+        # others (the monitor asked it to fast-forward the candidate) may hold acknowledged
+        # commits: it is never dropped, the fault fails instead (docs/chaos.md §7).
+        def lsn(text: str) -> int:
+            high, low = text.split("/")
+            return (int(high, 16) << 32) + int(low, 16)
+
+        stuck = [n for n in nodes if n["current_group_state"] != n["assigned_group_state"]]
+        others = [n for n in nodes if n not in stuck]
+        behind = (
+            len(nodes) == 3
+            and len(stuck) == 1
+            and all(int(stuck[0]["reported_tli"]) < int(o["reported_tli"]) for o in others)
+            and all(lsn(stuck[0]["reported_lsn"]) <= lsn(o["reported_lsn"]) for o in others)
+        )
+        if not behind:
             raise TimeoutError(f"formation not whole after {wait:.0f}s: {nodes}")
-        self._ha("rebuild", str(stuck[0]), timeout=300)
+        node = int(str(stuck[0]["nodename"]).removeprefix("node"))
+        self._ha("rebuild", str(node), timeout=300)
         self._ha("wait", "300", timeout=330)
         took = time.monotonic() - began
-        return f"node {stuck[0]} rebuilt, formation whole after {took:.1f}s"
+        return f"node {node} rebuilt, formation whole after {took:.1f}s"
