@@ -44,6 +44,20 @@ def _script(name: str, command: str | list[str], env: dict[str, str], timeout: f
     return proc.stdout.strip()
 
 
+def children_of(parent: int) -> list[int]:
+    """The processes whose parent is ``parent`` (a postmaster's backends and workers)."""
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            # Field 4 is the parent pid; the command name (field 2) may hold spaces.
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == parent:
+            children.append(int(stat.parent.name))
+    return children
+
+
 def alive(pid: int | None) -> bool:
     if pid is None:
         return False
@@ -152,16 +166,7 @@ class PrivatePostgres:
             master = int((self.dir / "data" / "postmaster.pid").read_text().split()[0])
         except (OSError, ValueError, IndexError):
             return []
-        children = []
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                # Field 4 is the parent pid; the command name (field 2) may hold spaces.
-                ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            if ppid == master:
-                children.append(int(stat.parent.name))
-        return [master, *children]
+        return [master, *children_of(master)]
 
     def pause(self, seconds: float) -> int:
         """Slow disk: every database process stopped for ``seconds`` (queries hang, then go

@@ -22,7 +22,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.chaos.infra import _script, alive, free_port
+from tests.chaos.infra import _script, alive, children_of, free_port
 from tests.support.ports import free_port_run
 
 BROKERS = (1, 2, 3)
@@ -151,15 +151,7 @@ class PrivatePostgresHA:
             master = int((self._node_data(n) / "postmaster.pid").read_text().split()[0])
         except (OSError, ValueError, IndexError):
             return []
-        children = []
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            if ppid == master:
-                children.append(int(stat.parent.name))
-        return [master, *children]
+        return [master, *children_of(master)]
 
     def missing(self) -> list[int]:
         """Data nodes whose keeper is gone (the supervisor restarts them: they rejoin)."""

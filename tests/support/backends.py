@@ -17,6 +17,7 @@ Registered for the whole test tree by ``pytest_plugins`` in tests/conftest.py.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,3 +66,28 @@ def backend_engine(backend: Backend) -> Iterator[Engine]:
         yield engine
     finally:
         engine.dispose()
+
+
+@pytest.fixture(
+    scope="module",
+    params=[
+        pytest.param(SQLITE, id=SQLITE),
+        pytest.param(POSTGRESQL, id=POSTGRESQL, marks=pytest.mark.integration),
+    ],
+)
+def module_engine(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Engine]:
+    """One fresh database on each backend in turn, shared by a whole module: a property
+    test's many examples run on it (one migration, not one per example)."""
+    from tests.support.infra import fresh_database
+
+    with contextlib.ExitStack() as stack:
+        if request.param == SQLITE:
+            url = f"sqlite:///{tmp_path_factory.mktemp('module') / 'store.db'}"
+        else:
+            server = str(request.getfixturevalue("postgres_url"))
+            url = stack.enter_context(fresh_database(server, prefix="module"))
+        engine = create_engine(url)
+        stack.callback(engine.dispose)
+        yield engine

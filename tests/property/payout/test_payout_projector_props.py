@@ -18,7 +18,6 @@ whole test; each example works under its own id prefix.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ from electric.eventlog.v1.envelope_pb2 import Envelope
 from electric.registration.v1 import events_pb2 as reg_events
 from electric.table.v1 import events_pb2 as table_events
 from electric_domain.tournament import default_config
-from electric_eventlog import EventStore, create_engine, migrate, upgrade
+from electric_eventlog import EventStore, migrate, upgrade
 from electric_eventlog.codec import to_utc
 from electric_payout.casino import repo as casino_repo
 from electric_payout.casino.rules import BetResult, SettledBet, SettledRound
@@ -44,7 +43,6 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, delete, select
 
-from tests.support.infra import fresh_database
 from tests.support.reg_harness import finished_event, usd
 
 TABLES = (t.prizes, t.tournaments, t.results, t.hand_buttons, t.casino_wins, t.casino_rounds)
@@ -224,36 +222,21 @@ def _without(rows: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, 
 _examples = itertools.count()
 
 
-@pytest.fixture(
-    scope="module",
-    params=[
-        pytest.param("sqlite", id="sqlite"),
-        pytest.param("postgresql", id="postgresql", marks=pytest.mark.integration),
-    ],
-)
-def service(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Service]:
+@pytest.fixture(scope="module")
+def service(module_engine: Engine) -> Iterator[Service]:
     """One migrated payout per backend for the whole test (module doc)."""
-    with contextlib.ExitStack() as stack:
-        if request.param == "sqlite":
-            url = f"sqlite:///{tmp_path_factory.mktemp('projector') / 'payout.db'}"
-        else:
-            server = str(request.getfixturevalue("postgres_url"))
-            url = stack.enter_context(fresh_database(server, prefix="projector"))
-        engine = create_engine(url)
-        stack.callback(engine.dispose)
-        migrate(engine)
-        upgrade(
-            engine,
-            versions_dir=VERSIONS_DIR,
-            version_table="alembic_version_payout",
-            target_metadata=metadata,
-        )
-        store = EventStore(engine, producer="payout")
-        yield Service(
-            engine, store, Payouts(engine, store, default_config()), CasinoWins(engine, store)
-        )
+    engine = module_engine
+    migrate(engine)
+    upgrade(
+        engine,
+        versions_dir=VERSIONS_DIR,
+        version_table="alembic_version_payout",
+        target_metadata=metadata,
+    )
+    store = EventStore(engine, producer="payout")
+    yield Service(
+        engine, store, Payouts(engine, store, default_config()), CasinoWins(engine, store)
+    )
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

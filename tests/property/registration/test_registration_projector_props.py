@@ -24,15 +24,13 @@ from typing import Any
 import pytest
 from electric_domain import lobby
 from electric_domain.tournament import TournamentConfig, default_config
-from electric_eventlog import EventStore, create_engine, migrate, upgrade
+from electric_eventlog import EventStore, migrate, upgrade
 from electric_registration import cancellation, handlers, profiles
 from electric_registration.store import projections, seating
 from electric_registration.store import tables as t
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, select, update
-
-from tests.support.infra import fresh_database
 
 PLAYERS = ("a", "b", "c", "d")
 
@@ -172,36 +170,21 @@ def _rows(engine: Engine) -> dict[str, dict[Any, dict[str, Any]]]:
 _examples = itertools.count()
 
 
-@pytest.fixture(
-    scope="module",
-    params=[
-        pytest.param("sqlite", id="sqlite"),
-        pytest.param("postgresql", id="postgresql", marks=pytest.mark.integration),
-    ],
-)
-def registration(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Registration]:
+@pytest.fixture(scope="module")
+def registration(module_engine: Engine) -> Iterator[Registration]:
     """One migrated registration database per backend for the whole test (module doc)."""
-    with contextlib.ExitStack() as stack:
-        if request.param == "sqlite":
-            url = f"sqlite:///{tmp_path_factory.mktemp('projector') / 'registration.db'}"
-        else:
-            server = str(request.getfixturevalue("postgres_url"))
-            url = stack.enter_context(fresh_database(server, prefix="regprojector"))
-        engine = create_engine(url)
-        stack.callback(engine.dispose)
-        migrate(engine)
-        upgrade(
-            engine,
-            versions_dir=t.VERSIONS_DIR,
-            version_table="alembic_version_registration",
-            target_metadata=t.metadata,
-        )
-        config = default_config()
-        handlers.sync_tiers(engine, config)
-        tier_id = lobby.tier_id_for(config.buy_ins[0].buy_in_cents)
-        yield Registration(engine, EventStore(engine, producer="registration"), config, tier_id)
+    engine = module_engine
+    migrate(engine)
+    upgrade(
+        engine,
+        versions_dir=t.VERSIONS_DIR,
+        version_table="alembic_version_registration",
+        target_metadata=t.metadata,
+    )
+    config = default_config()
+    handlers.sync_tiers(engine, config)
+    tier_id = lobby.tier_id_for(config.buy_ins[0].buy_in_cents)
+    yield Registration(engine, EventStore(engine, producer="registration"), config, tier_id)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])

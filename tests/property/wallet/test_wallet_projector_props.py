@@ -23,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from electric_eventlog import EventStore, create_engine
+from electric_eventlog import EventStore
 from electric_wallet import domain as d
 from electric_wallet import store
 from electric_wallet.handlers import Wallet
@@ -31,9 +31,7 @@ from electric_wallet.store import projections
 from electric_wallet.store.projections import rebuild_and_compare, rebuild_projections
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import select
-
-from tests.support.infra import fresh_database
+from sqlalchemy import Engine, select
 
 ESCROW = d.AccountSide("house:tournament_escrow")
 PLAYERS = ("a", "b", "c")
@@ -161,25 +159,11 @@ def _rows(wallet: Wallet) -> dict[str, list[tuple[Any, ...]]]:
 _examples = itertools.count()
 
 
-@pytest.fixture(
-    scope="module",
-    params=[
-        pytest.param("sqlite", id="sqlite"),
-        pytest.param("postgresql", id="postgresql", marks=pytest.mark.integration),
-    ],
-)
-def wallet(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Wallet]:
+@pytest.fixture(scope="module")
+def wallet(module_engine: Engine) -> Iterator[Wallet]:
     """One bootstrapped wallet per backend for the whole test (module doc)."""
+    engine = module_engine
     with contextlib.ExitStack() as stack:
-        if request.param == "sqlite":
-            url = f"sqlite:///{tmp_path_factory.mktemp('projector') / 'wallet.db'}"
-        else:
-            server = str(request.getfixturevalue("postgres_url"))
-            url = stack.enter_context(fresh_database(server, prefix="projector"))
-        engine = create_engine(url)
-        stack.callback(engine.dispose)
         # Small pieces: every rebuild then writes its fold in several statements a table.
         stack.enter_context(pytest.MonkeyPatch.context()).setattr(projections, "REBUILD_CHUNK", 5)
         store.migrate(engine)
