@@ -247,7 +247,7 @@ class PrivatePostgresHA:
         try:
             self._ha("wait", str(int(wait)), timeout=wait + 30)
             return f"formation whole after {time.monotonic() - began:.1f}s"
-        except RuntimeError:
+        except (RuntimeError, subprocess.TimeoutExpired):  # each state read is slow when loaded
             pass
         nodes = json.loads(self._ha("state", timeout=30) or "[]")
 
