@@ -12,7 +12,7 @@ PROTO_FILES := $(shell find protos -name '*.proto')
 
 .PHONY: setup protos run test lint typecheck unit integration e2e buf-lint buf-breaking \
         bench exhaustive simulate paytable infra-up infra-down up down clean \
-        math math-check math-report simulate-casino fuzz e2e-casino soak e2e-scale e2e-fencing chaos audit-levels
+        math math-check math-report simulate-casino fuzz e2e-casino soak e2e-scale e2e-fencing chaos audit-levels side-by-side
 
 setup: $(STAMP) gen/.stamp
 
@@ -41,8 +41,12 @@ run: setup
 	$(BIN)/python -m electric_runner
 
 ## Everything CI runs: lint, type-check, unit, property, conformance, integration and e2e tests.
+# Test files run in parallel (pytest-xdist; docs/testing.md): a file per worker at a time,
+# tests/e2e on one worker one test at a time, in collection order (tests/conftest.py).
+# TEST_WORKERS=0: no workers.
+TEST_WORKERS ?= 2
 test: setup lint typecheck
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=20
 
 lint: setup buf-lint buf-breaking
 	$(BIN)/ruff check .
@@ -140,6 +144,14 @@ soak: setup
 e2e-fencing: setup
 	ELECTRIC_E2E_FENCING_RUNS=$(or $(RUNS),5) \
 	  $(BIN)/pytest -m e2e -s -p no:cacheprovider tests/e2e/scale/test_scale_fencing_e2e.py
+
+## Behaviour kept (issue 25 item 7, docs/testing.md "Side by side"): make side-by-side BASE=<rev>
+## [SIDE_BY_SIDE_ARGS="--seed 2 --tournaments 20 ..."]. The same seeded tournaments, THB and UTH
+## rounds on BASE (a temporary git worktree, default 56238b2) and on this tree, each tree's code in
+## its own process; published events, player views and audits compared, the base's stores replayed
+## by both; a table of counts, the first difference of each part that differs; exit 1 on any.
+side-by-side: setup
+	nice -n 10 $(BIN)/python -u -m tools.side_by_side --base $(or $(BASE),56238b2) $(SIDE_BY_SIDE_ARGS)
 
 chaos: setup
 	nice -n 10 $(BIN)/python -u -m tests.chaos --seed $(or $(SEED),1) \

@@ -141,6 +141,8 @@ def run_step(platform: Platform, echo_target: str, level: int, s: Settings) -> S
             *("--prefix", f"bench-{platform.kind}-{level}-{uuid.uuid4().hex[:6]}"),
             *("--tables", str(level), "--seconds", str(s.seconds), "--drain", str(s.drain)),
             *("--strategy", s.strategy),
+            *("--cpu", ",".join(f"{n}={pid}" for n, pid in platform.pids.items())),
+            *(("--infra-cpu",) if platform.kafka else ()),
         ],
         timeout=s.seconds * 4 + s.drain + 120,
     )
@@ -243,6 +245,12 @@ def step_rows(kind: str, step: Step, facts: Facts) -> list[Row]:
             f" (finished -> on Kafka p50 {percentile(relayed, 0.5):.0f} "
             f"p99 {percentile(relayed, 0.99):.0f} ms)"
         )
+    cpu: dict[str, float] = step.bots.get("cpu_ms_per_act") or {}
+    for name, ms in sorted(cpu.items(), key=lambda kv: (kv[0] == "platform", -kv[1])):
+        note = "user + system CPU in the timed window / Acts timed (bench/platform_cpu.py)"
+        if name == "platform":
+            note = "the sum of the rows above; target <= 4 ms (PostgreSQL/Kafka), <= 3 ms embedded"
+        rows.append(Row(AREA, f"CPU per Act: {name} ({tag})", ms, "ms", note=note))
     for q in (50, 99):
         value = percentile(seated, q / 100)
         rows.append(Row(AREA, f"Register -> seated p{q} ({tag})", value, "ms", note=seated_note))

@@ -42,6 +42,8 @@ class Platform:
     #: Kafka bootstrap servers and namespace (empty: the in-process bus).
     kafka: str = ""
     namespace: str = ""
+    #: The platform's own processes by name (CPU per Act, ``bench/platform_cpu.py``).
+    pids: dict[str, int] = field(default_factory=dict)
 
     def log_tail(self, chars: int = 3000) -> str:
         out = []
@@ -96,6 +98,7 @@ def cluster(
         targets = {name: c.target(name) for name in procs}
         logs = [p.log_path for p in procs.values()]  # type: ignore[attr-defined]
         tables = [targets["table"]]
+        pids = {name: p.popen.pid for name, p in procs.items()}  # type: ignore[attr-defined]
         for k in range(2, table_instances + 1):
             port = _free_port()
             address = f"127.0.0.1:{port}"
@@ -115,6 +118,7 @@ def cluster(
                     stderr=subprocess.STDOUT,
                 )
             extra.callback(_stop, proc)
+            pids[f"table-{k}"] = proc.pid
             tables.append(address)
             _wait_health(address, proc, logs[-1])
         if table_instances > 1:
@@ -127,6 +131,7 @@ def cluster(
             logs=logs,
             kafka=kafka,
             namespace=namespace,
+            pids=pids,
         )
 
 
@@ -188,6 +193,7 @@ def embedded(tmp: Path, log_level: str, timeout: float = 120.0) -> Iterator[Plat
             issuer_key=key if key.is_absolute() else tmp / key,
             stores={name: f"sqlite:///{var / f'{name}.db'}" for name in targets},
             logs=[log_path, tmp / "services.log"],
+            pids={"runner (4 services)": proc.pid},
         )
     finally:
         _stop(proc)

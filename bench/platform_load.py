@@ -15,7 +15,8 @@ flight, each "send a command, wait for the pushed view") against the bare ``grpc
 server of ``bench/platform_echo.py``.
 
 Both print one JSON object on stdout: acts (count in the window), window seconds, latency
-samples in ms, and (bots) the register times and bot counters.
+samples in ms, and (bots) the register times, the bot counters and the CPU per Act of each
+platform process in the window (``bench/platform_cpu.py``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ import time
 from typing import Any
 
 import grpc
+
+from bench import platform_cpu
 
 
 class Probe:
@@ -135,9 +138,12 @@ async def run_bots(args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
     while not probe.samples and time.perf_counter() - started < args.seconds * 3:
         await asyncio.sleep(0.05)
+    named = platform_cpu.parse_named(args.cpu)
+    cpu_before = platform_cpu.snapshot(named, infra=args.infra_cpu)
     opened = time.perf_counter()
     await asyncio.sleep(args.seconds)
     closed = time.perf_counter()
+    cpu_after = platform_cpu.snapshot(named, infra=args.infra_cpu)
     # Drain: no new entries, running tables played out (bounded), so tournaments finish.
     runner.draining.set()
     with contextlib.suppress(TimeoutError):
@@ -149,6 +155,7 @@ async def run_bots(args: argparse.Namespace) -> dict[str, Any]:
     stats = runner.stats
     return {
         "acts": len(in_window),
+        "cpu_ms_per_act": platform_cpu.per_act_ms(cpu_before, cpu_after, len(in_window)),
         "window": closed - opened,
         "latency_ms": in_window,
         "registered": probe.registered,
@@ -183,6 +190,10 @@ def main(argv: list[str]) -> int:
     bots.add_argument("--prefix", required=True)
     bots.add_argument("--seed", type=int, default=16)
     bots.add_argument("--drain", type=float, default=20.0)
+    bots.add_argument("--cpu", default="", help="processes to measure: name=pid,name=pid")
+    bots.add_argument(
+        "--infra-cpu", action="store_true", help="measure PostgreSQL and Kafka processes too"
+    )
     bots.add_argument(
         "--strategy",
         default="random",

@@ -34,7 +34,7 @@ from typing import Any
 from electric_domain.cards import card_str
 from electric_domain.deck import derive_deck, verify_deck
 
-from electric_audit.phh_files import replay_file
+from electric_audit.phh_files import default_jobs, replay_file
 
 #: The subcommands whose module is imported only when one of them runs (or its ``--help``
 #: is asked): those modules load SQLAlchemy, the event log and Kafka (~0.6 s), which
@@ -65,13 +65,14 @@ def _line(file: str, index: int, stacks: Sequence[int | Decimal] | None, error: 
     )
 
 
-def replay_phh(files: Sequence[str]) -> int:
-    """Replay the files; print one JSON line per hand. Returns the exit status."""
+def replay_phh(files: Sequence[str], jobs: int = 1) -> int:
+    """Replay the files (a large ``.phhs`` file by ``jobs`` processes); print one JSON line
+    per hand. Returns the exit status."""
     write = sys.stdout.write
     failed = False
     for name in files:
         try:
-            results = list(replay_file(name))
+            results = list(replay_file(name, jobs=jobs))
         except (OSError, UnicodeDecodeError) as exc:
             write(_line(name, 0, None, f"cannot read file: {exc}") + "\n")
             failed = True
@@ -107,6 +108,13 @@ def build_parser(command: str | None) -> tuple[argparse.ArgumentParser, Any]:
     sub = parser.add_subparsers(dest="command", required=True)
     p_replay = sub.add_parser("replay-phh", help="replay PHH hands through our engine")
     p_replay.add_argument("files", nargs="+", metavar="FILE")
+    p_replay.add_argument(
+        "--jobs",
+        type=int,
+        default=0,
+        metavar="N",
+        help="processes for a large .phhs file (default 0: one per CPU; 1: this one only)",
+    )
     p_verify = sub.add_parser("verify-deck", help="check a revealed deck seed")
     p_verify.add_argument("seed_hex")
     p_verify.add_argument("commitment_hex")
@@ -126,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser, module = build_parser(command)
     args = parser.parse_args(args_in)
     if args.command == "replay-phh":
-        return replay_phh(args.files)
+        return replay_phh(args.files, jobs=args.jobs or default_jobs())
     if args.command == "verify-deck":
         return verify(args.seed_hex, args.commitment_hex)
     assert module is not None  # a lazy command: its module was imported for the parse

@@ -38,8 +38,8 @@ from google.protobuf.message import Message
 
 from electric_audit.sources import Located, Source
 
-#: The modules of the table service's record codec (``electric_table.codec``; a test checks
-#: both agree). The auditor decodes records without importing the service.
+#: The modules of the table service's record codec (``electric_table.tournament.codec``; a
+#: test checks both agree). The auditor decodes records without importing the service.
 _MODULES: dict[str, ModuleType] = {
     "tournament": tournament_events,
     "holdem": holdem_events,

@@ -55,7 +55,7 @@ from electric_audit.narrative import Narrative, money
 from electric_audit.rounds_uth import Windows, joined, seat_players, uth_domain, uth_seats
 from electric_audit.sources import Located, Source, restrict, unique_events
 
-#: The table service's casino record codec (``electric_table.casino.records.CODEC``).
+#: The table service's casino record codec (``electric_table.casino.thb.records.CODEC``).
 CODEC = DataclassCodec({"thb": thb, "uth": uth, "casino_money": casino_money})
 
 

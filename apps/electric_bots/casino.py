@@ -98,6 +98,8 @@ class CasinoStats:
     ack_refused: int = 0
     resumed: int = 0
     retries: int = 0
+    #: Watch streams reopened after their token expired (not errors: docs/security.md).
+    reopened: int = 0
     errors: int = 0
     last_errors: list[str] = field(default_factory=list)
 

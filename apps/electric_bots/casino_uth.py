@@ -25,6 +25,7 @@ from typing import Any
 import grpc
 from electric.registration.v1 import casino_events_pb2 as reg_cev
 from electric.table.v1 import casino_pb2
+from electric_clients.errors import token_expired
 from electric_domain.casino.uth.strategy import BasicStrategy
 from electric_platform.retry import Stopped
 
@@ -168,6 +169,9 @@ class UthBot(CasinoBot):
             code = err.code()
             if code in _NOT_SEATED_YET and self._waited < self.seat_wait:
                 self._waited += 0.2  # the seat has not reached the table yet
+            elif token_expired(err):  # the platform ends every stream at its token's expiry
+                self.stats.reopened += 1  # docs/security.md: reopen with a fresh one, no error
+                return
             elif code not in TRANSIENT and code is not grpc.StatusCode.CANCELLED:
                 raise
             self.stats.retries += 1

@@ -55,6 +55,25 @@ def _outcome(future: asyncio.Future[Any]) -> BaseException | None:
     return future.exception()
 
 
+@contextlib.asynccontextmanager
+async def _running(consumer: AIOKafkaConsumer) -> AsyncIterator[AIOKafkaConsumer]:
+    """``consumer`` started, and stopped however the block ends. A cancel that lands while
+    ``start`` joins the group (a shutdown during a rebalance) used to skip the stop: the
+    consumer's coordinator, fetcher and connection tasks outlived their host, and cancelling
+    them at loop close once hung a CI run for 10 minutes. The stop is shielded from a second
+    cancel for the same reason (a half-stopped consumer keeps its tasks)."""
+    try:
+        await consumer.start()
+        yield consumer
+    finally:
+        stopping = asyncio.ensure_future(consumer.stop())
+        try:
+            await asyncio.shield(stopping)
+        except asyncio.CancelledError:
+            await stopping  # finish the stop, then let the cancel through
+            raise
+
+
 def _received(record: Any, namespace: str = "") -> ReceivedMessage:
     topic = record.topic
     if namespace:
@@ -234,8 +253,7 @@ class KafkaBus:
             if bind is not None:  # the listener reads the group generation off the consumer
                 bind(consumer)
             consumer.subscribe(topics=names, listener=listener)
-        await consumer.start()
-        try:
+        async with _running(consumer):
             while not stop.is_set():
                 batches = await consumer.getmany(timeout_ms=200, max_records=max_batch)
                 for tp, records in batches.items():
@@ -250,8 +268,6 @@ class KafkaBus:
                             "kafka.commit_failed",
                             extra={"topic": tp.topic, "partition": tp.partition},
                         )
-        finally:
-            await consumer.stop()
 
     async def read_topic(self, topic: str) -> AsyncIterator[ReceivedMessage]:
         """Every message of ``topic`` from offset zero to the end offsets at call time."""
@@ -267,8 +283,7 @@ class KafkaBus:
             enable_auto_commit=False,
             auto_offset_reset="earliest",
         )
-        await consumer.start()
-        try:
+        async with _running(consumer):
             consumer.assign(tps)
             await consumer.seek_to_beginning(*tps)
             ends = await consumer.end_offsets(tps)
@@ -281,8 +296,6 @@ class KafkaBus:
                             yield _received(record, self.namespace)
                     if await consumer.position(tp) >= ends[tp]:
                         remaining.discard(tp)
-        finally:
-            await consumer.stop()
 
 
 async def topic_partitions(bootstrap_servers: str, topic: str) -> list[int]:

@@ -41,6 +41,7 @@ from electric_platform.errors import (
     ServiceError,
     Unauthenticated,
     Unavailable,
+    map_error,
     map_status,
     status_for,
 )
@@ -84,6 +85,7 @@ __all__ = [
     "issue_token",
     "load_config",
     "main",
+    "map_error",
     "map_status",
     "new_id",
     "outgoing_metadata",

@@ -22,6 +22,8 @@ fields of details), so a 1 MB input never comes back as a 1 MB error.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import grpc
 from electric_eventlog.errors import (
@@ -177,6 +179,29 @@ def map_status(error_type: type[BaseException], code: grpc.StatusCode) -> None:
     _STATUS_BY_TYPE[error_type] = code
 
 
+#: Typed errors whose answer depends on their fields (:func:`map_error`).
+_CONVERTERS: dict[type[BaseException], Callable[[Any], ServiceError]] = {}
+
+
+_E = TypeVar("_E", bound=BaseException)
+
+
+def map_error(error_type: type[_E], convert: Callable[[_E], ServiceError]) -> None:
+    """Answer ``convert(error)`` for errors of ``error_type`` (and its subclasses) at the
+    edge: for a typed error whose status or rich detail depends on its fields (a refusal
+    stored with its status, a stale command naming the hand it answered). Handlers raise
+    such errors and never build a transport status themselves (docs/architecture.md)."""
+    _CONVERTERS[error_type] = convert
+
+
+def _converted(error: BaseException) -> ServiceError | None:
+    for klass in type(error).__mro__:
+        convert = _CONVERTERS.get(klass)
+        if convert is not None:
+            return convert(error)
+    return None
+
+
 def status_for(error: BaseException) -> grpc.StatusCode:
     """The gRPC status code for ``error``, by type.
 
@@ -186,6 +211,9 @@ def status_for(error: BaseException) -> grpc.StatusCode:
     """
     if isinstance(error, ServiceError):
         return error.code
+    converted = _converted(error)
+    if converted is not None:
+        return converted.code
     for klass in type(error).__mro__:
         code = _STATUS_BY_TYPE.get(klass)
         if code is not None:
@@ -203,6 +231,9 @@ def service_error_for(error: BaseException) -> ServiceError:
     """
     if isinstance(error, ServiceError):
         return error
+    converted = _converted(error)
+    if converted is not None:
+        return converted
     if isinstance(error, grpc.aio.AioRpcError):
         if error.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
             return Unavailable("a service this call depends on is unavailable; retry later")

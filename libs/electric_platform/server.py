@@ -197,7 +197,7 @@ class ServiceHost:
         self._setup = setup
         self._auth = auth
         self._auth_exempt = tuple(auth_exempt_prefixes)
-        self._extra_interceptors = tuple(interceptors)
+        self._extra_interceptors = list(interceptors)
         self._services: list[tuple[ServiceDescriptor, Callable[[Any, Any], None], Any]] = []
         self._startup: list[Hook] = []
         self._shutdown: list[Hook] = []
@@ -225,6 +225,13 @@ class ServiceHost:
         service for health checking and reflection.
         """
         self._services.append((descriptor, add_to_server, servicer))
+
+    def add_interceptor(self, interceptor: grpc.aio.ServerInterceptor) -> None:  # type: ignore[type-arg]
+        """Add ``interceptor`` inside every other one (after the auth check), from setup:
+        the server is built after setup, with the interceptors known then."""
+        if self._server is not None:
+            raise RuntimeError("add_interceptor after the server started: call it in setup")
+        self._extra_interceptors.append(interceptor)
 
     def on_startup(self, hook: Hook) -> None:
         """Run ``hook`` (sync or async) after setup, before the server accepts calls."""

@@ -327,6 +327,7 @@ async def _play_and_check(
         "casino_bot_last_errors": cstats.last_errors[-5:],
         "resubscribes": bstats.resubscribes,
         "casino_retries": cstats.retries,
+        "casino_watches_reopened_at_token_expiry": cstats.reopened,
     }
     with contextlib.suppress(Exception):  # a figure for the report, never a verdict
         topics = await inv.read_topics(kafka.bootstrap, cluster.namespace)

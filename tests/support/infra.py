@@ -15,6 +15,7 @@ without Docker and without servers.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import socket
 import subprocess
@@ -84,15 +85,22 @@ def docker_engine_answers(timeout: float = 2.0) -> bool:
 
 
 def run_infra_script(component: str) -> None:
-    """Start one component ("postgres" or "kafka") with the local scripts; raise on failure."""
-    proc = subprocess.run(
-        ["bash", str(INFRA_SCRIPT), "up", component],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
+    """Start one component ("postgres" or "kafka") with the local scripts; raise on failure.
+
+    Under pytest-xdist every worker asks: one at a time (a file lock), so the first starts
+    the server and the others find it up."""
+    lock_path = REPO_ROOT / "var" / f".infra-{component}.lock"
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with lock_path.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        proc = subprocess.run(
+            ["bash", str(INFRA_SCRIPT), "up", component],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )
     if proc.returncode != 0:
         raise RuntimeError(
             f"`bash deploy/infra.sh up {component}` failed with exit code {proc.returncode}:\n"

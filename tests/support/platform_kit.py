@@ -23,7 +23,7 @@ from electric_bots.runner import BotRunner, BotRunnerConfig, Targets
 from electric_platform import ServiceHost, load_config
 from electric_runner.app import embedded_environ, service_setups
 from electric_table.app import MANAGERS, make_setup
-from electric_table.runtime import TableManager
+from electric_table.tournament.runtime import TableManager
 from sqlalchemy import Engine, create_engine
 
 from tests.support import auth

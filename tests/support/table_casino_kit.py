@@ -16,9 +16,10 @@ from electric.registration.v1 import casino_events_pb2 as reg_casino
 from electric.table.v1 import casino_pb2, casino_pb2_grpc
 from electric.wallet.v1 import ledger_pb2, wallet_pb2
 from electric_platform import ServiceHost
-from electric_table.casino.handlers import CasinoHandlers, casino_stream
-from electric_table.casino.uth_tables import UthTables
+from electric_table.casino.thb.handlers import CasinoHandlers
+from electric_table.casino.uth.tables import UthTables
 from electric_table.casino.wiring import CASINO, UTH
+from electric_table.journal import casino_stream
 from google.protobuf.message import Message
 
 from tests.support import wallet_kit

@@ -20,7 +20,7 @@ from electric.table.v1 import table_pb2, table_pb2_grpc
 from electric_domain.tournament import Tournament, default_config, draw_multiplier
 from electric_eventlog import envelope_message, pack
 from electric_eventlog.bus import OutgoingMessage
-from electric_table import mapping
+from electric_table.tournament import mapping
 from google.protobuf.duration_pb2 import Duration
 
 from tests.support.auth import bearer
@@ -261,9 +261,13 @@ def decode_stream(envelopes: Sequence[Envelope]) -> list[tuple[int, Any]]:
     return [(e.stream_version, reg.unpack(e.payload)) for e in envelopes]
 
 
-def check_stream(events: list[tuple[int, Any]]) -> dict[str, int]:
+def check_stream(
+    events: list[tuple[int, Any]], envelopes: Sequence[Envelope] | None = None
+) -> dict[str, int]:
     """Invariants of a table stream: contiguous versions, per-hand action numbers 1..n with
-    no gap or repeat, at most one event per player request id, one TableStarted first."""
+    no gap or repeat, at most one event per player request id, one TableStarted first, hand
+    numbers 1..n. ``envelopes`` (the stored ones ``events`` were decoded from), when given,
+    add their time, producer and causation to the report of an out-of-order hand number."""
     versions = [v for v, _ in events]
     assert versions == list(range(1, len(versions) + 1)), "versions not contiguous"
     assert isinstance(events[0][1], tev.TableStarted)
@@ -278,8 +282,55 @@ def check_stream(events: list[tuple[int, Any]]) -> dict[str, int]:
         assert seqs == list(range(1, len(seqs) + 1)), f"hand {hand}: action seqs {seqs}"
     assert all(n == 1 for n in requests.values()), "a request was applied twice"
     hands = [m.hand_number for _, m in events if isinstance(m, tev.HandStarted)]
-    assert hands == list(range(1, len(hands) + 1)), "hand numbers not consecutive"
+    assert hands == list(range(1, len(hands) + 1)), _hands_report(hands, events, envelopes)
     return requests
+
+
+def _hands_report(
+    hands: list[int], events: list[tuple[int, Any]], envelopes: Sequence[Envelope] | None
+) -> str:
+    """Why the HandStarted numbers are not 1..n: the table, the numbers, the TableStarted
+    and the events around the first HandStarted out of order (with their envelopes' time,
+    producer and causation when given)."""
+    first = events[0][1]
+    table = getattr(first, "table_id", "?")
+    started = [i for i, (_, m) in enumerate(events) if isinstance(m, tev.HandStarted)]
+    bad = next(k for k, h in enumerate(hands) if h != k + 1)
+    at = started[bad]
+    by_version = {e.stream_version: e for e in envelopes or ()}
+    ended = [m.hand_number for _, m in events if isinstance(m, tev.HandEnded)]
+
+    def line(i: int) -> str:
+        v, m = events[i]
+        hand = getattr(m, "hand_number", "")
+        text = f"  v{v} {type(m).__name__} hand={hand}"
+        env = by_version.get(v)
+        if env is not None:
+            text += (
+                f" at={env.occurred_at.ToJsonString()} producer={env.producer}"
+                f" causation={env.causation_id} correlation={env.correlation_id}"
+                f" event_id={env.event_id}"
+            )
+        return text
+
+    around = range(max(0, (started[bad - 1] if bad else at) - 3), min(len(events), at + 4))
+    ts = (
+        f"table_id={first.table_id} seats={[s.player_id for s in first.seats]}"
+        f" first_button_seat={first.first_button_seat} source={first.source_event_id}"
+        if isinstance(first, tev.TableStarted)
+        else repr(first)
+    )
+    return "\n".join(
+        [
+            f"hand numbers not consecutive on table {table}: {hands}",
+            f"hands ended: {ended}",
+            f"first anomaly: HandStarted #{bad + 1} of the stream has hand_number {hands[bad]}"
+            f" (expected {bad + 1}), at version {events[at][0]} of {len(events)}",
+            f"TableStarted: {ts}",
+            "events around it:",
+            *(line(i) for i in around),
+        ]
+    )
 
 
 def shown_at(events: list[tuple[int, Any]]) -> dict[tuple[int, int], int]:

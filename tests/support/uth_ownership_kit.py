@@ -7,21 +7,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from electric_clients.wallet import WalletClient
 from electric_domain.casino.common.config import load_config
 from electric_eventlog import EventStore, create_engine, migrate, upgrade
 from electric_table.casino import repo
-from electric_table.casino.handlers import CasinoHandlers, casino_stream
 from electric_table.casino.metrics import CasinoMetrics
-from electric_table.casino.uth_ownership import UthOwnership
-from electric_table.casino.uth_settings import uth_config
-from electric_table.casino.uth_tables import UthTables
-from electric_table.ownership import PartitionOwnership
-from electric_table.runtime import TableManager
+from electric_table.casino.thb.handlers import CasinoHandlers
+from electric_table.casino.uth.ownership import UthOwnership
+from electric_table.casino.uth.settings import uth_config
+from electric_table.casino.uth.tables import UthTables
+from electric_table.host.ownership import PartitionOwnership
+from electric_table.journal import casino_stream
 from electric_table.store.tables import VERSIONS_DIR, metadata
+from electric_table.tournament.ownership import TournamentOwnership
+from electric_table.tournament.runtime import TableManager
 from prometheus_client import CollectorRegistry
 from sqlalchemy import Engine
 
@@ -58,7 +61,8 @@ async def instance(
 ) -> AsyncIterator[Instance]:
     store = EventStore(engine, producer="table")
     manager = TableManager(engine, store, stopping=stopping)
-    ownership = PartitionOwnership(manager, engine, owner=name, partitions=PARTS)
+    ownership = PartitionOwnership(engine, owner=name, partitions=PARTS)
+    TournamentOwnership(manager, ownership)
     wallet = WalletClient.connect(wallet_target, token_source("table"))
     config = uth_config(load_config())
     handlers = CasinoHandlers(
@@ -107,3 +111,25 @@ async def txn(wallet: wallet_kit.Env, transfer_id: str) -> int:
         wallet_pb2.GetTransferRequest(transfer_id=transfer_id), metadata=wallet_kit.OPERATOR
     )
     return int(resp.transfer.state)
+
+
+def run_scenario(
+    url: str,
+    tmp_path: Path,
+    scenario: Callable[[Engine, wallet_kit.Env], Awaitable[None]],
+    funded: Sequence[str] = (),
+) -> None:
+    """Run ``scenario`` on a migrated table database at ``url`` with a wallet of its own in
+    ``tmp_path``, ``funded`` players holding 10,000 cents each; the engine is disposed."""
+
+    async def run() -> None:
+        engine = migrated(url)
+        try:
+            async with wallet_kit.serve_wallet(f"sqlite:///{tmp_path}/wallet.db") as wallet:
+                for player in funded:
+                    await wallet_kit.deposit(wallet, player, 10_000)
+                await scenario(engine, wallet)
+        finally:
+            engine.dispose()
+
+    asyncio.run(run())

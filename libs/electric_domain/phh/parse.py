@@ -29,7 +29,8 @@ class PhhHand:
 
 # --------------------------------------------------------------------------- parsing
 
-_SECTION = re.compile(r"^\[(\d+)\][ \t]*(?:#.*)?$", re.MULTILINE)
+#: A section header of a ``.phhs`` text (``[N]``); also where the audit tools cut a file.
+SECTION = re.compile(r"^\[(\d+)\][ \t]*(?:#.*)?$", re.MULTILINE)
 
 # The fast parser accepts only a strict, exact subset of TOML: one ``key = value`` per line
 # with an ASCII bare key, values that are literal strings ('...'), true/false, decimal
@@ -159,7 +160,7 @@ def iter_hands(text: str, *, multi: bool) -> Iterator[PhhHand | tuple[int, PhhEr
         except PhhError as exc:
             yield (1, exc)
         return
-    matches = list(_SECTION.finditer(text))
+    matches = list(SECTION.finditer(text))
     for k, m in enumerate(matches):
         end = matches[k + 1].start() if k + 1 < len(matches) else len(text)
         index = int(m.group(1))

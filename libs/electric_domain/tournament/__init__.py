@@ -19,6 +19,7 @@ from electric_domain.tournament.errors import (
     NotAllowedNow,
     Rejected,
     RejectReason,
+    StaleCommand,
 )
 from electric_domain.tournament.events import (
     Act,
@@ -69,6 +70,7 @@ __all__ = [
     "SitIn",
     "SitOut",
     "SitOutReason",
+    "StaleCommand",
     "Tick",
     "Timeout",
     "TimeoutKind",

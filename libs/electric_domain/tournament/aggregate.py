@@ -33,6 +33,7 @@ from electric_domain.tournament.errors import (
     NotAllowedNow,
     Rejected,
     RejectReason,
+    StaleCommand,
 )
 from electric_domain.tournament.events import (
     Act,
@@ -72,7 +73,13 @@ from electric_domain.tournament.state import (
     SeatState,
     TournamentState,
 )
-from electric_domain.tournament.view import PlayerView, SeatView, player_view
+from electric_domain.tournament.view import (
+    PlayerView,
+    SeatPrivate,
+    SeatView,
+    player_view,
+    seat_private,
+)
 
 __all__ = [
     "Deadline",
@@ -230,6 +237,10 @@ class Tournament(HandFlow):
             return
         if st.finished:
             raise NotAllowedNow(RejectReason.FINISHED, "tournament finished")
+        if isinstance(cmd, Act | SelectPreAction):
+            self._answers(cmd.hand_no, cmd.action_seq)
+        elif isinstance(cmd, ClearPreAction):
+            self._answers(cmd.hand_no, None)
         self._seat_ok(cmd.seat)
         if isinstance(cmd, Act):
             self._player_act(cmd)
@@ -247,6 +258,19 @@ class Tournament(HandFlow):
             self._emit(SatIn(cmd.seat, cmd.at))
         else:  # pragma: no cover - exhaustive
             raise InvalidCommand(RejectReason.UNKNOWN_COMMAND, f"unknown command {cmd!r}")
+
+    def _answers(self, hand_no: int | None, action_seq: int | None) -> None:
+        """Refuse a command that answers another hand (or action) than the current one."""
+        st = self.state
+        if hand_no is None:
+            return
+        if hand_no != st.hand_no or (action_seq is not None and action_seq != st.next_action_seq):
+            raise StaleCommand(
+                requested_hand=hand_no,
+                requested_seq=action_seq,
+                current_hand=st.hand_no,
+                current_seq=st.next_action_seq,
+            )
 
     def _seat_ok(self, seat: int) -> None:
         st = self.state
@@ -320,6 +344,15 @@ class Tournament(HandFlow):
             move = Move(cmd.move)  # a no-op for a Move; callers without types may send text
         except ValueError as exc:
             raise InvalidCommand(RejectReason.UNKNOWN_MOVE, "unknown action") from exc
+        legal = self.port.legal(st.hand)
+        if move.takes_amount and legal.min_raise_to is not None:
+            lo, hi = legal.min_raise_to, legal.max_raise_to or legal.min_raise_to
+            if not lo <= cmd.amount <= hi:  # a malformed amount: it can never succeed as sent
+                raise InvalidCommand(
+                    RejectReason.AMOUNT_OUT_OF_RANGE,
+                    f"amount {cmd.amount} outside the legal range {lo}..{hi} "
+                    "(total street bet after the action)",
+                )
         self._do_act(cmd.seat, move, cmd.amount, cmd.at, Cause.PLAYER)
         self._progress(cmd.at)
 
@@ -459,6 +492,10 @@ class Tournament(HandFlow):
     def view(self, seat: int | None, at: int) -> PlayerView:
         """``seat``'s private view at ``at`` (None: an observer); see `view.player_view`."""
         return player_view(self, seat, at)
+
+    def seat_private(self, seat: int) -> SeatPrivate:
+        """``seat``'s own part of its view, beside the public one (``view(None, at)``)."""
+        return seat_private(self, seat)
 
     def hand_facts(self, events: Sequence[Event]) -> list[HandFact | None]:
         """The engine events among ``events`` (a batch this aggregate just emitted, so of

@@ -39,6 +39,8 @@ class RejectReason(StrEnum):
     PRE_ACTION_NOT_OFFERED = "pre_action_not_offered"
     NO_PRE_ACTION = "no_pre_action"
     UNKNOWN_COMMAND = "unknown_command"
+    STALE_COMMAND = "stale_command"  # it answers a hand or action that is gone
+    AMOUNT_OUT_OF_RANGE = "amount_out_of_range"  # a bet or raise outside the legal range
 
 
 class Rejected(ValueError):
@@ -58,3 +60,30 @@ class InvalidCommand(Rejected):
 class NotAllowedNow(Rejected):
     """The command is well formed but the rules forbid it in the current state (not your
     turn, an illegal bet, a finished tournament)."""
+
+
+class StaleCommand(NotAllowedNow):
+    """The command answers a hand (and action) the table has moved past: a player's click
+    that crossed a timeout or the next deal. It names what it answered and where the
+    table is, so the client can redraw."""
+
+    def __init__(
+        self,
+        *,
+        requested_hand: int,
+        requested_seq: int | None,
+        current_hand: int,
+        current_seq: int,
+        events: Sequence[Event] = (),
+    ) -> None:
+        super().__init__(
+            RejectReason.STALE_COMMAND,
+            f"stale command: it answers hand {requested_hand}"
+            + (f" action {requested_seq}" if requested_seq is not None else "")
+            + f" but the table is at hand {current_hand} action {current_seq}",
+            events,
+        )
+        self.requested_hand = requested_hand
+        self.requested_seq = requested_seq
+        self.current_hand = current_hand
+        self.current_seq = current_seq

@@ -42,29 +42,37 @@ class ShowSettings:
 
 @dataclass(frozen=True, slots=True)
 class Act:
-    """A player's decision; BET and RAISE_TO name the street total ``amount``."""
+    """A player's decision; BET and RAISE_TO name the street total ``amount``.
+
+    ``hand_no`` / ``action_seq``: the hand and action the player answers (what their screen
+    showed); when given, a table that moved on refuses it (`StaleCommand`)."""
 
     seat: int
     move: Move
     at: int
     amount: int = 0
+    hand_no: int | None = None
+    action_seq: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class SelectPreAction:
-    """Pre-select a pre-turn action (seed 000 §5.b)."""
+    """Pre-select a pre-turn action (seed 000 §5.b); ``hand_no`` / ``action_seq`` as `Act`."""
 
     seat: int
     action: PreAction
     at: int
+    hand_no: int | None = None
+    action_seq: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class ClearPreAction:
-    """Unselect the pre-turn action before the player's turn."""
+    """Unselect the pre-turn action before the player's turn; ``hand_no`` as `Act`."""
 
     seat: int
     at: int
+    hand_no: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

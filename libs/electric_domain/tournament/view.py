@@ -4,6 +4,11 @@ Privacy (docs/design.md §8), decided here and nowhere else: hole cards appear o
 own seat, or for a seat whose cards the engine exposed (showdown order, or every hand once
 all-in with no more betting). An observer (``seat=None``) sees nobody's hole cards until
 exposed. Legal actions and pre-turn actions are the viewer's own.
+
+A view is the public one (an observer's) plus the viewer's own part (`SeatPrivate`:
+`seat_private`), so a table can build the public view once per change and add each seat's
+part to it (issue 26); ``player_view(t, seat, at)`` is exactly that sum (a test checks it
+over whole tournaments).
 """
 
 from __future__ import annotations
@@ -104,6 +109,41 @@ class PlayerView:
         return self.hand_no > 0 and self.button is not None
 
 
+@dataclass(frozen=True, slots=True)
+class SeatPrivate:
+    """What only the player in ``seat`` sees beside the public view: its own hole cards
+    (while it holds them), its legal actions, its time bank and its pre-turn actions."""
+
+    seat: int
+    hole_cards: tuple[str, ...]
+    legal: Legal | None
+    time_bank_ms: int
+    pre_actions: frozenset[pa.PreAction]
+    pre_action: pa.Selection | None
+
+
+def seat_private(t: Tournament, seat: int) -> SeatPrivate:
+    """``seat``'s own part of its view (module doc); it does not depend on the time."""
+    st = t.state
+    mine = st.seats[seat]
+    return SeatPrivate(
+        seat=seat,
+        hole_cards=_own_cards(t, seat),
+        legal=t.legal_actions(seat),
+        time_bank_ms=mine.bank_ms,
+        pre_actions=t.pre_actions_available(seat),
+        pre_action=mine.preaction,
+    )
+
+
+def _own_cards(t: Tournament, seat: int) -> tuple[str, ...]:
+    """The cards ``seat`` holds in the current (or last) hand; () when it holds none."""
+    hand = t.state.hand
+    if hand is None or t.state.hand_no <= 0:
+        return ()
+    return t.port.hole_cards(hand, seat)
+
+
 def player_view(t: Tournament, seat: int | None, at: int) -> PlayerView:
     """``seat``'s view of ``t`` at ``at`` (``seat`` None: an observer)."""
     st = t.state
@@ -190,7 +230,7 @@ def _seat_view(
     hs = snap.seats.get(i) if snap is not None else None
     cards: tuple[str, ...] = ()
     if hs is not None and hs.has_cards and (i == viewer or i in shown):
-        cards = t.port.hole_cards(t.state.hand, i) if i == viewer else shown[i]
+        cards = _own_cards(t, i) if i == viewer else shown[i]
     playing = live and hs is not None
     # Folded / has-cards describe the hand in progress or, between hands, the last one (the
     # hand-end view keeps who folded and who held cards to the end).

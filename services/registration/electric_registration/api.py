@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Callable, Iterable
 from datetime import datetime, timedelta
 from typing import Any
@@ -23,7 +24,7 @@ from sqlalchemy import Engine
 
 from electric_registration import cancellation, profiles, views
 from electric_registration.errors import service_error
-from electric_registration.notify import Notifier
+from electric_registration.notify import Notifier, SharedReads
 from electric_registration.registrar import Registrar
 from electric_registration.store import repo
 from electric_registration.wallet_work import WalletWork
@@ -99,6 +100,8 @@ class RegistrationApi(registration_pb2_grpc.RegistrationServiceServicer):
         self._stopping = stopping
         self._registrar = registrar
         self._notifier = notifier
+        #: WatchMyTables reads in flight, shared by the watchers of one player (issue 26).
+        self._watch_reads: SharedReads[list[repo.MyTableRow]] = SharedReads()
         self._notify = notify or notifier.notify
         self._config = config
         self._store = store or registrar.store
@@ -187,14 +190,21 @@ class RegistrationApi(registration_pb2_grpc.RegistrationServiceServicer):
                         return
                 read_at = loop.time()
                 wake.clear()
+                # Watchers of this player woken by the same change share one read.
+                generation = self._notifier.generation(player)
                 since = utc_now() - RECENTLY_ENDED if recent else None
-                rows = await asyncio.to_thread(
-                    self._read_my_tables,
-                    player,
-                    0,
-                    WATCH_LIMIT,
-                    statuses=statuses,
-                    ended_since=since,
+                rows = await self._watch_reads.read(
+                    (player, statuses, recent),
+                    generation,
+                    functools.partial(
+                        asyncio.to_thread,
+                        self._read_my_tables,
+                        player,
+                        0,
+                        WATCH_LIMIT,
+                        statuses=statuses,
+                        ended_since=since,
+                    ),
                 )
                 tables = [views.my_table(r, self._config) for r in rows]
                 if last is None or tables != last:

@@ -19,13 +19,9 @@ from electric_platform.eventmetrics import watch_consumers
 from electric_platform.eventpath import open_event_path
 from electric_platform.server import ServiceHost
 
-from electric_table.api import DEFAULT_WATCH_START_WAIT_S, TableApi
 from electric_table.casino.wiring import setup_casino
-from electric_table.consumers import SOURCE_TOPIC, tournament_worker
-from electric_table.driver import TableDriver
-from electric_table.handlers import DEFAULT_HAND_PAUSE_MS, HAND_PAUSE_ENV, TableHandlers
-from electric_table.metrics import TableMetrics
-from electric_table.ownership import (
+from electric_table.host.forwarding import OwnerForwarding
+from electric_table.host.ownership import (
     OWNERSHIP_ENV,
     PARTITIONS,
     SINGLE,
@@ -33,9 +29,16 @@ from electric_table.ownership import (
     own_by_partitions,
     ownership_mode,
 )
-from electric_table.routing import RoutedTableApi, TableRouter, advertised_address
-from electric_table.runtime import FINISHED_RETENTION_S, TableManager
+from electric_table.host.routing import Router, advertised_address
 from electric_table.store.tables import VERSIONS_DIR, metadata
+from electric_table.tournament.api import DEFAULT_WATCH_START_WAIT_S, TableApi
+from electric_table.tournament.consumers import SOURCE_TOPIC, tournament_worker
+from electric_table.tournament.driver import TableDriver
+from electric_table.tournament.handlers import DEFAULT_HAND_PAUSE_MS, HAND_PAUSE_ENV, TableHandlers
+from electric_table.tournament.metrics import TableMetrics
+from electric_table.tournament.ownership import TournamentOwnership
+from electric_table.tournament.routing import TournamentDirectory, table_routes
+from electric_table.tournament.runtime import FINISHED_RETENTION_S, TableManager
 
 SERVICE = "table"
 #: Kafka consumer group of the registration subscription (default ``table.tournaments``).
@@ -139,7 +142,6 @@ def make_setup(
             group_id=os.environ.get(CONSUMER_GROUP_ENV, ""),
         )
         start_wait = watch_start_wait_s()
-        api: TableApi
         owned: PartitionOwnership | None = None
         address: Callable[[], str] | None = None
         if by_partitions:  # tables come and go with the group's assignment (docs/scaling.md)
@@ -149,21 +151,19 @@ def make_setup(
                 ThreadPoolExecutor(max_workers=PARTITIONS_WORKERS, thread_name_prefix="table")
             )
             address = advertised_address(host.config.grpc_host, lambda: host.grpc_port)
-            by_part = await own_by_partitions(
-                manager, path, worker.group_id, SOURCE_TOPIC, owner=address
-            )
+            by_part = await own_by_partitions(path, worker.group_id, SOURCE_TOPIC, owner=address)
+            tournaments = TournamentOwnership(manager, by_part)
             OWNERSHIPS[id(host)] = owned = by_part
             host.add_background(
                 "table-ownership-sweep", lambda: by_part.sweep_forever(host.stopping), restart=True
             )
             # Calls for another instance's table are forwarded to it (`routing`).
-            router = TableRouter(by_part, path.engine, address, start_wait_s=start_wait)
-            host.on_shutdown(router.close)
-            api = RoutedTableApi(
-                handlers, host.stopping, manager, watch_start_wait_s=start_wait, router=router
+            router = Router(
+                TournamentDirectory(tournaments, path.engine), address, start_wait_s=start_wait
             )
-        else:
-            api = TableApi(handlers, host.stopping, manager, watch_start_wait_s=start_wait)
+            host.on_shutdown(router.close)
+            host.add_interceptor(OwnerForwarding(table_routes(router)))
+        api = TableApi(handlers, host.stopping, manager, watch_start_wait_s=start_wait)
         watch_consumers(host, worker)
         host.add_background("tournament-consumer", lambda: worker.run(host.stopping), restart=True)
         host.add_service(

@@ -17,7 +17,7 @@ from electric.table.v1 import table_pb2
 from electric_bots.player import BotStats
 from electric_bots.table_play import Outcome, TableSession
 from electric_platform.eventpath import inprocess_bus
-from electric_table.story import for_viewer
+from electric_table.tournament.story import for_viewer
 
 from tests.component.table.test_table_service_grpc import PLAYERS, Env, running_env, start, until
 from tests.support.bot_kit import RecordingTable, make_bot, set_my_table

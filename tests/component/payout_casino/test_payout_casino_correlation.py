@@ -35,8 +35,8 @@ from electric_platform.server import ContextInterceptor
 from electric_registration.casino.api import CasinoLobbyApi
 from electric_registration.casino.lobby import CasinoLobby
 from electric_registration.casino.lobby import casino_stream as seat_stream
-from electric_table.casino.handlers import casino_stream
 from electric_table.casino.wiring import CASINO
+from electric_table.journal import casino_stream
 
 from tests.support import wallet_kit
 from tests.support.auth import KEYSET, bearer

@@ -14,8 +14,8 @@ from electric.table.v1 import casino_pb2, casino_pb2_grpc
 from electric_clients.accounts import BANKROLL
 from electric_payout.casino import repo as payout_repo
 from electric_platform import ServiceHost
-from electric_table.casino.handlers import casino_stream
 from electric_table.casino.wiring import CASINO
+from electric_table.journal import casino_stream
 
 from tests.support import wallet_kit
 from tests.support.auth import bearer

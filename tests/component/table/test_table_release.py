@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from electric.table.v1 import table_pb2
 from electric_platform.eventpath import inprocess_bus
-from electric_table.runtime import TableManager
+from electric_table.tournament.runtime import TableManager
 
 from tests.component.table.test_table_service_grpc import Env, running_env
 from tests.support.table_kit import Bot, md, registration_messages, wait_table

@@ -22,7 +22,8 @@ from electric_eventlog import EventStore
 from electric_platform import ServiceHost, load_config
 from electric_platform.eventpath import inprocess_bus
 from electric_table.app import MANAGERS, make_setup
-from electric_table.runtime import TableManager, table_stream
+from electric_table.journal import table_stream
+from electric_table.tournament.runtime import TableManager
 
 from tests.support.auth import auth_env
 from tests.support.table_kit import (
@@ -203,6 +204,18 @@ async def test_permissions_not_found_stale_and_bad_amounts(env: Env) -> None:
     # Not the caller's turn: the engine's reason.
     err = await act(other)
     assert err.code() is grpc.StatusCode.FAILED_PRECONDITION
+    # A retried refusal answers as the first time (stored with its status); the same
+    # request id for another RPC is refused.
+    rid = str(uuid.uuid4())
+    first = await act(other, request_id=rid)
+    again = await act(other, request_id=rid)
+    assert (again.code(), again.details()) == (first.code(), first.details())
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await env.stub.SitOut(
+            table_pb2.SitOutRequest(table_id=table_id, request_id=rid), metadata=md(other)
+        )
+    assert info.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+    assert "already used for Act" in (info.value.details() or "")
     # Stale action sequence / hand: FAILED_PRECONDITION with a StaleCommand detail.
     for stale in ({"action_seq": view.action_seq + 1}, {"hand_number": view.hand_number - 1}):
         err = await act(player, **stale)
@@ -454,7 +467,7 @@ async def test_watch_opened_before_the_table_is_loaded_gets_the_running_views(
     consumer stores TournamentStarted (read-model row + stream), then WatchTable reads the
     row and sends its STARTING view. The stream must then follow the table once the consumer
     loads it (it used to wait on nothing until shutdown)."""
-    from electric_table.api import TableApi
+    from electric_table.tournament.api import TableApi
 
     table_id = str(uuid.uuid4())
     messages, _ = registration_messages(table_id, PLAYERS, action_timer_ms=5000)

@@ -18,7 +18,7 @@ from electric.table.v1 import events_pb2 as tev
 from electric.table.v1 import table_pb2
 from electric_platform import Unavailable
 from electric_platform.eventpath import inprocess_bus
-from electric_table.api import TableApi
+from electric_table.tournament.api import TableApi
 
 from tests.component.table.test_table_service_grpc import (
     PLAYERS,

@@ -17,7 +17,7 @@ from electric.registration.v1 import casino_events_pb2 as reg_casino
 from electric.table.v1 import casino_pb2
 from electric_clients.errors import error_detail
 from electric_table.casino import repo
-from electric_table.casino.handlers import AUTO_VOID_REASON
+from electric_table.casino.thb.handlers import AUTO_VOID_REASON
 
 from tests.support import wallet_kit
 from tests.support.casino_setup import registration_event, until_seated
@@ -334,7 +334,7 @@ async def test_a_retry_after_the_intent_was_voided_reserves_nothing(env: Env) ->
     auto-voided while the wallet did not have the transfer ("never reserved"), then the
     client retried the same request. The retry must not reserve the bet again: nothing
     would ever resolve that reservation (it was left pending for good)."""
-    from electric_table.casino.handlers import round_id_for
+    from electric_table.casino.thb.handlers import round_id_for
     from electric_table.store import tables as t
     from sqlalchemy import update
 

@@ -1,4 +1,4 @@
-"""Group commit of a live UTH table's PlaceBets (``electric_table.casino.uth_batch``): a
+"""Group commit of a live UTH table's PlaceBets (``electric_table.casino.uth.batch``): a
 queue of placements carried by one pass keeps each one's own answer — a wallet refusal or
 a domain refusal stops only its placement, a retried request id places nothing twice, and
 each placement's events carry its own request as their causation."""
@@ -14,8 +14,8 @@ import grpc
 import pytest
 from electric.table.v1 import casino_events_pb2 as cev
 from electric.table.v1 import casino_pb2 as A
-from electric_table.casino.handlers import casino_stream
-from electric_table.casino.uth_batch import MAX_BATCH, Queued, take_batch
+from electric_table.casino.uth.batch import MAX_BATCH, Queued, take_batch
+from electric_table.journal import casino_stream
 
 from tests.support import wallet_kit
 from tests.support.table_casino_kit import TABLE, UthEnv, betting, seat, table_host, windows
@@ -163,7 +163,8 @@ async def test_a_placement_whose_intent_was_voided_since_reserves_nothing(
     an intent that the auto-void rule resolved since (the wallet never had the transfer).
     The retry must not reserve that bet again: nothing would resolve the reservation. It is
     refused alone; the other placements of its pass stand."""
-    from electric_table.casino import repo, uth_batch
+    from electric_table.casino import repo
+    from electric_table.casino.uth import batch as uth_batch
     from electric_table.store import tables as t
     from sqlalchemy import update
 

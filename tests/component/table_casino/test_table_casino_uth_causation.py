@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from electric.eventlog.v1.envelope_pb2 import Envelope
 from electric.table.v1 import casino_pb2 as A
-from electric_table.casino.handlers import casino_stream
+from electric_table.journal import casino_stream
 
 from tests.support import wallet_kit
 from tests.support.table_casino_kit import UthEnv, betting, seat, table_host, windows

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from electric_eventlog import EventStore
 from electric_eventlog.fencing import current
-from electric_platform import Unavailable
 from electric_table.casino import repo
-from electric_table.casino.handlers import casino_stream
-from electric_table.casino.uth_ownership import uth_partition, uth_resource
-from electric_table.casino.uth_tables import UthTables
+from electric_table.casino.uth.ownership import uth_partition, uth_resource
+from electric_table.casino.uth.tables import UthTables
+from electric_table.journal import casino_stream
+from electric_table.refusals import TryAgain
 from sqlalchemy import Engine
 
 from tests.support import wallet_kit
@@ -26,7 +26,7 @@ from tests.support.uth_ownership_kit import (
     PLAYERS,
     TABLE,
     instance,
-    migrated,
+    run_scenario,
     stored,
 )
 
@@ -57,7 +57,7 @@ async def _kept_scenario(engine: Engine, wallet: wallet_kit.Env) -> None:
 
         await a.ownership.on_revoked(everything)
         assert t.suspended and not t.disowned and TABLE not in a.uth.tables
-        with pytest.raises(Unavailable):  # during the rebalance: retry
+        with pytest.raises(TryAgain):  # during the rebalance: retry
             await a.uth.place("ben", TABLE, "ante", 700, "r-ben")
         await a.ownership.on_assigned(everything)
         assert a.uth.tables[TABLE] is t and a.uth_ownership.kept == 1
@@ -74,21 +74,10 @@ async def _kept_scenario(engine: Engine, wallet: wallet_kit.Env) -> None:
         stopping.set()
 
 
-async def _run_kept(url: str, tmp_path: Path) -> None:
-    engine = migrated(url)
-    try:
-        async with wallet_kit.serve_wallet(f"sqlite:///{tmp_path}/wallet.db") as wallet:
-            for p in PLAYERS:
-                await wallet_kit.deposit(wallet, p, 10_000)
-            await _kept_scenario(engine, wallet)
-    finally:
-        engine.dispose()
-
-
 def test_a_uth_table_given_back_by_a_rebalance_goes_on_as_it_is(
     backend: Backend, tmp_path: Path
 ) -> None:
-    asyncio.run(_run_kept(backend.url, tmp_path))
+    run_scenario(backend.url, tmp_path, _kept_scenario, PLAYERS)
 
 
 async def _moved_round_scenario(engine: Engine, wallet: wallet_kit.Env) -> None:
@@ -139,20 +128,10 @@ async def _moved_round_scenario(engine: Engine, wallet: wallet_kit.Env) -> None:
         stopping.set()
 
 
-async def _run_moved_round(url: str, tmp_path: Path) -> None:
-    engine = migrated(url)
-    try:
-        async with wallet_kit.serve_wallet(f"sqlite:///{tmp_path}/wallet.db") as wallet:
-            await wallet_kit.deposit(wallet, "ann", 10_000)
-            await _moved_round_scenario(engine, wallet)
-    finally:
-        engine.dispose()
-
-
 def test_a_uth_round_in_progress_goes_on_after_its_table_moved(
     backend: Backend, tmp_path: Path
 ) -> None:
-    asyncio.run(_run_moved_round(backend.url, tmp_path))
+    run_scenario(backend.url, tmp_path, _moved_round_scenario, ["ann"])
 
 
 class _CallInTheWindow:
@@ -168,7 +147,7 @@ class _CallInTheWindow:
         try:
             got = await self.uth.table(TABLE)
             self.answers.append("served" if not got.suspended else "suspended")
-        except Unavailable:
+        except TryAgain:
             self.answers.append("unavailable")
         return 0
 
@@ -222,21 +201,10 @@ async def _resume_race_scenario(engine: Engine, wallet: wallet_kit.Env) -> None:
         stopping.set()
 
 
-async def _run_resume_race(url: str, tmp_path: Path) -> None:
-    engine = migrated(url)
-    try:
-        async with wallet_kit.serve_wallet(f"sqlite:///{tmp_path}/wallet.db") as wallet:
-            for p in PLAYERS:
-                await wallet_kit.deposit(wallet, p, 10_000)
-            await _resume_race_scenario(engine, wallet)
-    finally:
-        engine.dispose()
-
-
 def test_a_call_during_the_rebalance_loads_no_second_copy_of_a_suspended_uth_table(
     backend: Backend, tmp_path: Path
 ) -> None:
-    asyncio.run(_run_resume_race(backend.url, tmp_path))
+    run_scenario(backend.url, tmp_path, _resume_race_scenario, PLAYERS)
 
 
 async def _disowned_while_suspended_scenario(engine: Engine, wallet: wallet_kit.Env) -> None:
@@ -272,18 +240,7 @@ async def _disowned_while_suspended_scenario(engine: Engine, wallet: wallet_kit.
         stopping.set()
 
 
-async def _run_disowned_while_suspended(url: str, tmp_path: Path) -> None:
-    engine = migrated(url)
-    try:
-        async with wallet_kit.serve_wallet(f"sqlite:///{tmp_path}/wallet.db") as wallet:
-            for p in PLAYERS:
-                await wallet_kit.deposit(wallet, p, 10_000)
-            await _disowned_while_suspended_scenario(engine, wallet)
-    finally:
-        engine.dispose()
-
-
 def test_a_uth_table_dropped_while_suspended_is_hosted_afresh_not_resumed(
     backend: Backend, tmp_path: Path
 ) -> None:
-    asyncio.run(_run_disowned_while_suspended(backend.url, tmp_path))
+    run_scenario(backend.url, tmp_path, _disowned_while_suspended_scenario, PLAYERS)

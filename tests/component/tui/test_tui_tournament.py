@@ -24,7 +24,7 @@ from electric_bots.tui import (
     TableRenderer,
     follow_my_tables,
 )
-from electric_table.runtime import table_stream
+from electric_table.journal import table_stream
 
 from tests.support.platform_kit import Platform, embedded_platform
 from tests.support.table_kit import decode_stream

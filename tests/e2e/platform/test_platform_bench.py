@@ -3,7 +3,9 @@ prints the platform rows of `make bench`'s table with real, finite numbers.
 
 Tiny: 2 tables in flight for 4 s (then a bounded drain), so the figures mean nothing as
 performance; the test checks that every figure was measured (bots acted and their views
-came back, tables were seated, tournaments finished and were credited, the echo peer ran).
+came back, tables were seated, tournaments finished and were credited, the echo peer ran,
+and the CPU per Act of each platform process was measured: the services, the bots and, on
+PostgreSQL/Kafka, the two servers).
 """
 
 from __future__ import annotations
@@ -69,6 +71,18 @@ def test_bench_platform_prints_measured_rows(
     throughput = rows[f"Act throughput {tag}"]
     assert throughput[4] == "grpc.aio echo, same loop"
     assert _number(throughput[5]) > 0 and throughput[6].endswith("x"), out
+    # CPU per Act by process (issue 26 item 6): each measured, and the sum of them.
+    cpu = {k: _number(v[2]) for k, v in rows.items() if k.startswith("CPU per Act: ")}
+    names = {k.removeprefix("CPU per Act: ").removesuffix(f" {tag}") for k in cpu}
+    wanted = {"bots", "platform"} | (
+        {"registration", "table", "wallet", "payout", "postgres", "kafka"}
+        if backend == "postgres"
+        else {"runner (4 services)"}
+    )
+    assert wanted <= names, out
+    assert all(math.isfinite(v) and v >= 0 for v in cpu.values()), out
+    total = cpu[f"CPU per Act: platform {tag}"]
+    assert total > 0 and math.isclose(total, sum(cpu.values()) - total, rel_tol=0.01), out
     credited = rows[f"Finished -> credited p99 {tag}"][-1]
     done, finished = (int(x) for x in re.findall(r"(\d+)/(\d+) finished", credited)[0])
     assert finished >= 1 and 1 <= done <= finished, out

@@ -28,7 +28,8 @@ SERVICES = ("registration", "table", "wallet", "payout")
 def free_base() -> int:
     """A port base whose service ports (base + 1..4, + 10 for the second instances) are free."""
     for _ in range(50):
-        base = random.randrange(20_000, 40_000, 100)
+        # Below the ephemeral range (tests/support/ports.py): base + 14 < 32768.
+        base = random.randrange(20_000, 32_000, 100)
         ports = [base + s + 10 * k for s in range(1, 5) for k in range(2)]
         with contextlib.ExitStack() as stack:
             try:

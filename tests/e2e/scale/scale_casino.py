@@ -26,7 +26,7 @@ from electric_bots.runner import Targets
 from electric_eventlog import EventStore, create_engine
 from electric_eventlog import schema as es
 from electric_table.casino import repo
-from electric_table.casino.handlers import casino_stream
+from electric_table.journal import casino_stream
 from electric_table.store import tables as tt
 
 from tests.support.auth import ISSUER_KEY

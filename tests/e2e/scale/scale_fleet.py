@@ -13,7 +13,6 @@ import contextlib
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -29,12 +28,11 @@ from electric_table.store import tables as tt
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tests.chaos.partition import Partitions, in_cgroup
+from tests.support import ports
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return ports.free_port()  # below the ephemeral range (tests/support/ports.py)
 
 
 @dataclass

@@ -383,8 +383,9 @@ async def test_three_instances_survive_a_kill_and_a_join(
     finished: set[str] = set()
     with probe.engine.connect() as conn:
         for table_id in sorted(probe.all_tables()):
-            events = decode_stream(store.read_stream(conn, f"table-{table_id}"))
-            stored_requests.update(check_stream(events))
+            envelopes = store.read_stream(conn, f"table-{table_id}")
+            events = decode_stream(envelopes)
+            stored_requests.update(check_stream(events, envelopes))
             kinds = Counter(type(m).__name__ for _, m in events)
             assert kinds["TableStarted"] == 1 and kinds["TournamentFinished"] == 1, table_id
             assert isinstance(events[-1][1], tev.TournamentFinished), table_id

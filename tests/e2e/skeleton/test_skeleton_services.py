@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -43,6 +42,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.support import ports
 from tests.support.auth import ISSUER_KEY, bearer, write_keys
 from tests.support.infra import fresh_database
 
@@ -76,9 +76,7 @@ SERVICES = [
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return ports.free_port()  # below the ephemeral range (tests/support/ports.py)
 
 
 @dataclass

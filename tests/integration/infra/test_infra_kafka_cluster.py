@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -66,16 +67,26 @@ async def _in_sync(bootstrap: str, topic: str) -> dict[int, int]:
     return {p["partition"]: len(p["isr"]) for p in described[0]["partitions"]}
 
 
-async def _topic_config(bootstrap: str, topic: str) -> dict[str, str]:
+async def _topic_config(bootstrap: str, topic: str, timeout_s: float = 30.0) -> dict[str, str]:
+    """The topic's configuration. Right after the create, the broker asked may not know the
+    topic yet (its metadata arrives a moment later, later under load): it answers with an
+    error and no entries, so ask again until the entries come or ``timeout_s`` ran out."""
     from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     await admin.start()
+    deadline = time.monotonic() + timeout_s
     try:
-        got = await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])
+        while True:
+            got = await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])
+            resource = got[0].resources[0]
+            entries = {str(c[0]): str(c[1]) for c in resource[4]}
+            if entries or time.monotonic() > deadline:
+                assert entries, f"no configuration of {topic}: error {resource[0]} {resource[1]}"
+                return entries
+            await asyncio.sleep(0.2)
     finally:
         await admin.close()
-    return {str(c[0]): str(c[1]) for c in got[0].resources[0][4]}
 
 
 async def _send(bus: KafkaBus, round_no: int, per_key: int) -> list[tuple[str, str]]:

@@ -23,7 +23,7 @@ from electric_platform.config import load_config
 from electric_platform.server import ServiceHost
 from electric_registration.metrics import RegistrationMetrics
 from electric_table.casino.metrics import GAMES, CasinoMetrics, theoretical_rtp
-from electric_table.metrics import TableMetrics
+from electric_table.tournament.metrics import TableMetrics
 from electric_wallet.metrics import ledger_sums
 from electric_wallet.store import tables as wallet_tables
 from prometheus_client import CollectorRegistry

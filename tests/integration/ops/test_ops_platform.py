@@ -17,6 +17,7 @@ Short intervals (scrape 5 s, rule evaluation 1 s) keep it to a few minutes; the 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
 import os
@@ -31,8 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 from electric_bots.runner import BotRunner, BotRunnerConfig, Targets
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
@@ -136,6 +139,45 @@ def _verify_until_it_passes(sources: list[str], budget: float) -> None:
     assert proc.returncode == 0, f"{failed}\n{proc.stderr[-3000:]}"
 
 
+#: The latency panels: a histogram_quantile is a number only in a window where two scrapes of a
+#: service saw its calls complete.
+LATENCY_PANELS = (
+    "Unary call latency p50 / p95 / p99",
+    "Streaming call duration p50 / p99 (stream lifetime)",
+)
+
+
+def _calls_between_two_scrapes(run: OpsRun) -> None:
+    """Health calls (a unary Check and a Watch stream ended after a moment) on every service
+    until each latency panel has a number, for at most 90 s.
+
+    Seen once in CI: the bots' calls all completed while the starved services' scrapes failed
+    (their rate panels had data, as zero rates; the two histogram_quantile panels had none).
+    What the services' scrapes did during the play is printed, so a run says which it was."""
+    during_play = (
+        f'avg_over_time(up{{job=~"{"|".join(SERVICES)}"}}[{int(time.time() - run.started) + 1}s])'
+    )
+    print(f"ops test: share of good scrapes per service: {run.query(during_play)}")
+    first_query = {p.title: p.exprs[0] for p in panels() if p.title in LATENCY_PANELS}
+    assert set(first_query) == set(LATENCY_PANELS), first_query
+    missing = {t for t, expr in first_query.items() if not has_data(run.query_range(expr))}
+    deadline = time.monotonic() + 90
+    while missing and time.monotonic() < deadline:
+        print(
+            f"ops test: latency panels without a number yet, health calls made: {sorted(missing)}"
+        )
+        for service in SERVICES:
+            with grpc.insecure_channel(run.cluster.target(service)) as channel:
+                stub = health_pb2_grpc.HealthStub(channel)
+                stub.Check(health_pb2.HealthCheckRequest(), timeout=10)
+                watch = stub.Watch(health_pb2.HealthCheckRequest(), timeout=1)
+                with contextlib.suppress(grpc.RpcError):  # DEADLINE_EXCEEDED: the stream ended
+                    for _ in watch:
+                        pass
+        time.sleep(5)  # one scrape interval
+        missing = {t for t in missing if not has_data(run.query_range(first_query[t]))}
+
+
 @pytest.fixture(scope="module")
 def ops(
     postgres_url: str, kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
@@ -234,6 +276,7 @@ def ops(
                     wait_for(expr, lambda e=expr: run.query(e) or None, 60)
                 except AssertionError as exc:
                     print(f"ops test: {exc}")
+            _calls_between_two_scrapes(run)
             yield run
         finally:
             down = subprocess.run(

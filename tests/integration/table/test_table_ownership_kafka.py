@@ -19,8 +19,8 @@ from electric_eventlog.kafka import KafkaBus
 from electric_platform.config import load_config
 from electric_platform.server import ServiceHost
 from electric_table.app import MANAGERS, OWNERSHIPS, make_setup
-from electric_table.ownership import PARTITIONS, PartitionOwnership, partition_for
-from electric_table.runtime import table_stream
+from electric_table.host.ownership import PARTITIONS, PartitionOwnership, partition_for
+from electric_table.journal import table_stream
 
 from tests.support.auth import auth_env
 from tests.support.table_kit import REG_TOPIC, registration_messages
@@ -59,7 +59,9 @@ async def table_host(tmp: Path, url: str, kafka: str, namespace: str) -> AsyncIt
 async def until(predicate: object, what: str, timeout: float = 90) -> None:
     deadline = asyncio.get_running_loop().time() + timeout
     while not predicate():  # type: ignore[operator]
-        assert asyncio.get_running_loop().time() < deadline, f"not reached: {what} {state()}"
+        assert asyncio.get_running_loop().time() < deadline, (
+            f"not reached: {what} {state()} {_other_tasks()}"
+        )
         await asyncio.sleep(0.1)
 
 
@@ -73,6 +75,11 @@ def held(host: ServiceHost) -> set[str]:
 
 def ownership(host: ServiceHost) -> PartitionOwnership:
     return OWNERSHIPS[id(host)]
+
+
+def _other_tasks() -> list[str]:
+    me = asyncio.current_task()
+    return [t.get_coro().__qualname__ for t in asyncio.all_tasks() if t is not me]  # type: ignore[union-attr]
 
 
 async def _delete_topics(bootstrap: str, prefix: str) -> None:
@@ -126,8 +133,11 @@ async def _scenario(tmp: Path, url: str, kafka: str) -> None:
                 with engine.connect() as conn:
                     for table_id in ids:
                         epoch, owner = current(conn, table_stream(table_id)) or (0, "")
-                        # Eager rebalance: every table was re-taken (epoch 2) by its owner.
-                        assert epoch == 2, table_id
+                        # Eager rebalance: every table was re-taken (epoch 2) by its owner;
+                        # once more (3) when a write of it was in flight at the revocation:
+                        # the cancelled write may have committed, so that copy is rebuilt,
+                        # never resumed (CI saw own-8's first deal cut off that way).
+                        assert epoch in (2, 3), (table_id, epoch)
                         rt = MANAGERS[id(b if table_id in on_b else a)].tables[table_id]
                         assert rt.fence is not None and rt.fence.epoch == epoch, owner
                 assert on_b  # 12 tables over 6 partitions: B's half holds some
@@ -143,6 +153,8 @@ async def _scenario(tmp: Path, url: str, kafka: str) -> None:
                     fence = MANAGERS[id(a)].tables[table_id].fence
                     assert fence is not None
                     assert (current(conn, table_stream(table_id)) or (0, ""))[0] == fence.epoch
+        # Both hosts stopped: none of their tasks (consumers above all) outlives them.
+        await until(lambda: not _other_tasks(), "no task left", timeout=10)
     finally:
         engine.dispose()
         await _delete_topics(kafka, namespace)

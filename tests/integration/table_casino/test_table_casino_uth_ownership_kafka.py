@@ -29,9 +29,9 @@ from electric_platform.config import load_config
 from electric_platform.server import ServiceHost
 from electric_table.app import OWNERSHIPS, make_setup
 from electric_table.casino import repo
-from electric_table.casino.uth_ownership import uth_partition, uth_resource
+from electric_table.casino.uth.ownership import uth_partition, uth_resource
 from electric_table.casino.wiring import UTH
-from electric_table.ownership import PARTITIONS
+from electric_table.host.ownership import PARTITIONS
 
 from tests.support import wallet_kit
 from tests.support.auth import auth_env, bearer
@@ -218,6 +218,10 @@ async def _scenario(tmp: Path, url: str, kafka: str) -> None:
                     await until(lambda: OWNERSHIPS[id(a)].assigned == ALL, "A back")
                     await until(lambda: hosts_table(survivor), "A hosts the table again")
                     t = UTH[id(a)].tables[TABLE]
+                    # Hosted first, then its round rebuilt from its stream under the table's
+                    # lock (calls wait for it): on a loaded machine the rebuild is still
+                    # running when the table appears.
+                    await until(lambda: t.book is not None, "A rebuilt the table's round")
                     assert t.book is not None and t.book.round_id == round_id
                     with engine.connect() as conn:
                         epoch = (current(conn, uth_resource(TABLE)) or (0, ""))[0]

@@ -154,14 +154,14 @@ def test_a_changed_record_fails_the_replay(played: list[Hand]) -> None:
 
 
 def test_the_record_codec_is_the_table_services() -> None:
-    from electric_table import codec
+    from electric_table.tournament import codec
 
     assert audit_hands.CODEC.tags == codec.CODEC.tags
 
 
 def test_the_casino_record_codec_is_the_table_services() -> None:
     from electric_audit import rounds
-    from electric_table.casino import records
+    from electric_table.casino.thb import records
 
     assert rounds.CODEC.tags == records.CODEC.tags
 

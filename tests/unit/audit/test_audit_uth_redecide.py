@@ -25,7 +25,7 @@ from electric_domain.casino.common.config import load_config
 from electric_domain.casino.common.money import Outcome
 from electric_domain.casino.uth.round import UthRound
 from electric_eventlog import ANY, EventStore, create_engine, migrate
-from electric_table.casino.uth_records import UthBook
+from electric_table.casino.uth.records import UthBook
 from google.protobuf.message import Message
 
 CONFIG = load_config()

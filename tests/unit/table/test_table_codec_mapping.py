@@ -13,7 +13,7 @@ from electric_domain.tournament import Tournament, default_config
 from electric_domain.tournament import events as dev
 from electric_domain.tournament.engine_adapter import DeckEscrowed
 from electric_math import simulate as sim
-from electric_table import codec, mapping
+from electric_table.tournament import codec, mapping
 
 from tests.support.table_kit import table_info
 

@@ -20,9 +20,9 @@ from electric_domain.tournament import (
 from electric_domain.tournament import events as dev
 from electric_domain.tournament.preaction import PreAction
 from electric_platform import FailedPrecondition, ServiceError
-from electric_table import codec
 from electric_table.errors import service_error
-from electric_table.records import decode_record, record
+from electric_table.tournament import codec
+from electric_table.tournament.records import decode_record, record
 
 
 @pytest.mark.parametrize(

@@ -22,9 +22,9 @@ from electric_domain.tournament import Rejected, Tournament, default_config
 from electric_domain.tournament.events import Act, ActionTaken
 from electric_domain.tournament.hand_port import Move
 from electric_math.simulate import make_bots, play, tournament_seed
-from electric_table import mapping
-from electric_table.runtime import TableRuntime
-from electric_table.views import build_view, legal_actions_proto
+from electric_table.tournament import mapping
+from electric_table.tournament.runtime import TableRuntime
+from electric_table.tournament.views import build_view, legal_actions_proto
 
 _MOVE = {
     table_pb2.ACTION_TYPE_FOLD: Move.FOLD,

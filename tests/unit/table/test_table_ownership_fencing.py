@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 
 import pytest
 from aiokafka.partitioner import DefaultPartitioner
@@ -14,11 +15,8 @@ from electric.registration.v1 import events_pb2 as registration_events
 from electric_domain.tournament import DealHand, Tick
 from electric_eventlog import EventStore, migrate, upgrade
 from electric_eventlog.fencing import FencedError, current
-from electric_platform import Aborted
-from electric_table import ownership as ownership_module
-from electric_table.consumers import on_table_filled, start_table
-from electric_table.handlers import TableHandlers
-from electric_table.ownership import (
+from electric_table.host import ownership as ownership_module
+from electric_table.host.ownership import (
     PARTITIONS,
     SINGLE,
     PartitionOwnership,
@@ -26,8 +24,13 @@ from electric_table.ownership import (
     partition_for,
     start_key,
 )
-from electric_table.runtime import TableManager, table_stream
+from electric_table.journal import table_stream
+from electric_table.refusals import TableMoved
 from electric_table.store.tables import VERSIONS_DIR, metadata
+from electric_table.tournament.consumers import on_table_filled, start_table
+from electric_table.tournament.handlers import TableHandlers
+from electric_table.tournament.ownership import TournamentOwnership
+from electric_table.tournament.runtime import TableManager
 from sqlalchemy import Engine
 
 from tests.support.table_kit import registration_messages
@@ -76,8 +79,8 @@ class Instance:
         self.store = EventStore(engine, producer="table")
         self.manager = TableManager(engine, self.store, stopping=stopping)
         self.handlers = TableHandlers(self.manager, hand_pause_ms=0)
-        self.ownership = PartitionOwnership(self.manager, engine, owner=name, partitions=PARTS)
-        self.manager.fencer = self.ownership.fence_for
+        self.ownership = PartitionOwnership(engine, owner=name, partitions=PARTS)
+        self.tournaments = TournamentOwnership(self.manager, self.ownership)
 
     async def deal(self, table_id: str) -> None:
         rt = self.manager.tables[table_id]
@@ -117,7 +120,7 @@ async def _scenario(engine: Engine) -> None:
     assert rt_b.version == rt_a.version  # B rebuilt everything A stored
 
     # A resumes and tries to write: fenced, nothing stored, A stops driving the table.
-    with pytest.raises(Aborted, match="moved to another instance"):
+    with pytest.raises(TableMoved, match="moved to another instance"):
         await a.time_out(table_id)
     await asyncio.sleep(0.05)  # disown_soon runs
     assert table_id not in a.manager.tables
@@ -130,7 +133,7 @@ async def _scenario(engine: Engine) -> None:
     # the table again (a retried Act): it must not take the table back. Before issue 28's
     # fix it did (the load took epoch 3), and went on writing for a table it did not own.
     assert await a.manager.load(table_id) is None
-    assert not a.ownership.owns(table_id) and part in a.ownership.lost
+    assert not a.tournaments.owns(table_id) and part in a.ownership.lost
     assert await a.ownership.sweep() == 0  # nor does its sweep
     with engine.connect() as conn:
         assert current(conn, table_stream(table_id)) == (2, "instance-b")
@@ -173,11 +176,11 @@ async def _fenced_from_the_assignment(engine: Engine) -> None:
     assert await b.ownership.on_assigned([part]) == 0
     assert b.ownership.holds_partition(part) and table_id not in b.manager.tables
     rt_a = a.manager.tables[table_id]
-    with pytest.raises(Aborted, match="moved to another instance"):
+    with pytest.raises(TableMoved, match="moved to another instance"):
         await a.time_out(table_id)
     # A's revocation arrives before its disown ran: the fenced runtime is suspended.
     await a.ownership.on_revoked([part])
-    assert a.ownership.suspended[table_id][0] is rt_a
+    assert a.tournaments.suspended[table_id][0] is rt_a
     with engine.connect() as conn:
         after = [e.event_id for e in a.store.read_stream(conn, table_stream(table_id))]
         assert current(conn, table_stream(table_id)) == (1, "instance-a")  # nobody took it
@@ -188,7 +191,7 @@ async def _fenced_from_the_assignment(engine: Engine) -> None:
     await b.ownership.on_revoked([part])
     assert await a.ownership.on_assigned([part]) == 1
     fresh = a.manager.tables[table_id]
-    assert fresh is not rt_a and a.ownership.kept == 0
+    assert fresh is not rt_a and a.tournaments.kept == 0
     with engine.connect() as conn:
         assert fresh.version == len(a.store.read_stream(conn, table_stream(table_id)))
     stopping.set()
@@ -216,7 +219,7 @@ async def _stale_generation(engine: Engine) -> None:
     assert await b.ownership.on_assigned([part]) == 1
     a.ownership.generation = 7  # A's late callback, of the generation before
     assert await a.ownership.on_assigned([part]) == 0
-    assert a.ownership.refused == {part: 7} and not a.ownership.owns(table_id)
+    assert a.ownership.refused == {part: 7} and not a.tournaments.owns(table_id)
     with engine.connect() as conn:
         assert current(conn, table_stream(table_id)) == (1, "instance-b")
     await b.time_out(table_id)  # B is not fenced
@@ -229,7 +232,7 @@ async def _stale_generation(engine: Engine) -> None:
     await a.ownership.sweep()  # not confirmed: still refused
     assert a.ownership.refused == {part: 7}
     assert await a.ownership.sweep() == 1  # confirmed current: taken, table loaded
-    assert a.ownership.refused == {} and a.ownership.owns(table_id)
+    assert a.ownership.refused == {} and a.tournaments.owns(table_id)
     fence_b = b.manager.tables[table_id].fence
     assert fence_b is not None
     with pytest.raises(FencedError), engine.begin() as conn:  # B's writes are fenced now
@@ -246,7 +249,7 @@ def test_a_late_assignment_of_an_older_generation_takes_nothing(backend_engine: 
 
 def test_the_rebalance_listener_passes_only_the_registration_partitions() -> None:
     from aiokafka import TopicPartition
-    from electric_table.ownership import OwnershipListener
+    from electric_table.host.ownership import OwnershipListener
 
     calls: list[tuple[str, list[int]]] = []
 
@@ -288,11 +291,11 @@ async def _assignment_while_the_database_is_away(engine: Engine) -> None:
 
     inst.manager.load = flaky_load  # type: ignore[method-assign]
     assert await inst.ownership.on_assigned([part]) == 0  # did not raise into the group
-    assert inst.ownership.unloaded == {part} and table_id not in inst.manager.tables
+    assert inst.tournaments.unloaded == {part} and table_id not in inst.manager.tables
     assert await inst.ownership.sweep() == 0  # still away: still owed
-    assert inst.ownership.unloaded == {part}
+    assert inst.tournaments.unloaded == {part}
     assert await inst.ownership.sweep() == 1  # back: the owed partition is loaded
-    assert inst.ownership.unloaded == set() and table_id in inst.manager.tables
+    assert inst.tournaments.unloaded == set() and table_id in inst.manager.tables
     assert await inst.ownership.on_revoked([part]) == 1
     stopping.set()
     await inst.manager.close()
@@ -337,7 +340,7 @@ async def _kept_across_rebalances(engine: Engine) -> None:
     assert first_driver.cancelled()
     assert not watching.is_set()
     assert await a.ownership.on_assigned(everything) == 0  # nothing rebuilt...
-    assert a.manager.tables[table_id] is rt and a.ownership.kept == 1  # ...it was kept
+    assert a.manager.tables[table_id] is rt and a.tournaments.kept == 1  # ...it was kept
     assert rt.fence.epoch == 2 and rebuilds["n"] == 1 and not watching.is_set()
     assert rt.task is not None and not rt.task.done()  # driven again
     await a.time_out(table_id)  # and it writes under the new epoch
@@ -353,7 +356,7 @@ async def _kept_across_rebalances(engine: Engine) -> None:
     assert await a.ownership.on_assigned(everything) == 1
     fresh = a.manager.tables[table_id]
     assert fresh is not rt and fresh.version == stored and rebuilds["n"] == 2
-    assert watching.is_set() and a.ownership.kept == 1
+    assert watching.is_set() and a.tournaments.kept == 1
 
     # 3. A write committed that the runtime never applied (its driver was cancelled
     #    mid-write): the stream is ahead, so it is rebuilt rather than resumed.
@@ -366,7 +369,7 @@ async def _kept_across_rebalances(engine: Engine) -> None:
     watching = a.manager.tables[table_id].changed
     assert await a.ownership.on_revoked(everything) == 1
     assert await a.ownership.on_assigned([p for p in everything if p != part]) == 0
-    assert table_id not in a.ownership.suspended and watching.is_set()
+    assert table_id not in a.tournaments.suspended and watching.is_set()
     assert table_id not in a.manager.tables
 
     # 5. Revoked and no assignment at all (the member left): the sweep drops it after the
@@ -375,13 +378,13 @@ async def _kept_across_rebalances(engine: Engine) -> None:
     watching = a.manager.tables[table_id].changed
     assert await a.ownership.on_revoked(everything) == 1
     await a.ownership.sweep()
-    assert table_id in a.ownership.suspended and not watching.is_set()
+    assert table_id in a.tournaments.suspended and not watching.is_set()
     ownership_module.SUSPEND_GRACE_S = 0.0
     try:
         await a.ownership.sweep()
     finally:
         ownership_module.SUSPEND_GRACE_S = 10.0
-    assert table_id not in a.ownership.suspended and watching.is_set()
+    assert table_id not in a.tournaments.suspended and watching.is_set()
     stopping.set()
     await a.manager.close()
     await b.manager.close()
@@ -413,21 +416,21 @@ async def _load_in_the_resume_window(engine: Engine) -> None:
     assert await inst.ownership.on_assigned([part]) == 1
     await inst.deal(table_id)
     assert await inst.ownership.on_revoked([part]) == 1  # suspended, epoch 1
-    old = inst.ownership.suspended[table_id][0]
+    old = inst.tournaments.suspended[table_id][0]
 
     in_the_window: list[object] = []
     take_scopes = inst.ownership._take_scopes
 
     async def take_then_a_call_loads(partitions: object, *, force: bool = False) -> None:
         await take_scopes(partitions, force=force)  # type: ignore[arg-type]
-        in_the_window.append(inst.ownership.serves(table_id))
+        in_the_window.append(inst.tournaments.serves(table_id))
         in_the_window.append(await inst.manager.load(table_id))
 
     inst.ownership._take_scopes = take_then_a_call_loads  # type: ignore[method-assign]
     assert await inst.ownership.on_assigned([part]) == 0  # resumed, not rebuilt
     assert in_the_window == [False, None]
     held = inst.manager.tables[table_id]
-    assert held is old and inst.ownership.kept == 1 and inst.ownership.serves(table_id)
+    assert held is old and inst.tournaments.kept == 1 and inst.tournaments.serves(table_id)
     assert held.fence is not None and held.fence.epoch == 2
     with engine.connect() as conn:
         assert current(conn, table_stream(table_id))[0] == 2
@@ -441,3 +444,94 @@ async def _load_in_the_resume_window(engine: Engine) -> None:
 def test_a_load_in_the_resume_window_leaves_one_runtime(backend_engine: Engine) -> None:
     _migrate(backend_engine)
     asyncio.run(_load_in_the_resume_window(backend_engine))
+
+
+async def _play_until_a_hand_is_stored(inst: Instance, table_id: str) -> None:
+    """Drive the table like its driver would (a deal when none is running, else a minute
+    passes: the player to act times out) until the stream holds a HandStarted."""
+    for _ in range(40):
+        rt = inst.manager.tables[table_id]
+        with inst.manager.engine.connect() as conn:
+            stored = inst.store.read_stream(conn, table_stream(table_id))
+        if any(e.event_type.endswith(".HandStarted") for e in stored):
+            return
+        if rt.tournament.awaiting_deal():
+            await inst.deal(table_id)
+        else:
+            await inst.time_out(table_id)
+    raise AssertionError("no hand was stored")
+
+
+async def _write_cut_off_by_the_revocation(engine: Engine, *, served: bool) -> None:
+    """The table's driver is cancelled in the middle of a write whose transaction never runs
+    (under load, still queued for a worker thread: cancelled with the driver) — by the
+    revocation of an eager rebalance (``served`` False: the kill -9 of another instance),
+    or, the runtime still served, by the end of the call that wrote (a client's deadline).
+    The aggregate had applied the deal; the stream has none of it. The runtime must not go
+    on as it is: resumed (or served) with memory ahead of the log, its next writes passed
+    the expected-version check and the stream skipped a hand (failover e2e: "hand numbers
+    not consecutive")."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tests.support.table_kit import check_stream, decode_stream
+
+    loop = asyncio.get_running_loop()
+    loop.set_default_executor(ThreadPoolExecutor(max_workers=1))  # a busy machine, in small
+    stopping = asyncio.Event()
+    inst = Instance(engine, "instance-a", stopping)
+    forever = asyncio.Event()
+    inst.manager.start_driver = lambda rt: asyncio.create_task(forever.wait())
+    table_id = "cut-off-1"
+    _create_table(engine, inst.store, table_id)
+    part = partition_for(table_id, PARTS)
+    assert await inst.ownership.on_assigned([part]) == 1
+    rt = inst.manager.tables[table_id]
+    before = rt.version
+
+    gate = threading.Event()
+    busy = loop.run_in_executor(None, gate.wait)  # the only worker thread is busy
+    try:
+        dealing = asyncio.create_task(inst.deal(table_id))
+        if not served:  # the driver deals
+            assert rt.task is not None
+            rt.task.cancel()
+            rt.task = dealing
+        await asyncio.sleep(0.05)  # dealt in memory; its transaction waits for a thread
+        assert rt.tournament.state.hand_no == 1 and rt.version == before
+        if served:
+            dealing.cancel()  # the call that dealt ended (the runtime stays served)
+            await asyncio.sleep(0.05)  # (its queued transaction is cancelled with it)
+        else:
+            assert await inst.ownership.on_revoked([part]) == 1  # cancels the write
+            assert dealing.cancelled()
+    finally:
+        gate.set()
+    await busy
+    with pytest.raises(asyncio.CancelledError):
+        await dealing
+    with engine.connect() as conn:
+        assert inst.store.current_version(conn, table_stream(table_id)) == before  # nothing
+    if not served:
+        await inst.ownership.on_assigned([part])  # the partition comes back
+    await _play_until_a_hand_is_stored(inst, table_id)
+    with engine.connect() as conn:
+        envelopes = inst.store.read_stream(conn, table_stream(table_id))
+    check_stream(decode_stream(envelopes), envelopes)  # hand 1 first, versions contiguous
+    assert inst.manager.tables[table_id].tournament.state.hand_no == 1
+    if not served:
+        assert inst.tournaments.kept == 0  # rebuilt from the stream, not resumed as it was
+    forever.set()
+    stopping.set()
+    await inst.manager.close()
+
+
+def test_a_write_cut_off_by_a_revocation_is_never_resumed_from_memory(
+    backend_engine: Engine,
+) -> None:
+    _migrate(backend_engine)
+    asyncio.run(_write_cut_off_by_the_revocation(backend_engine, served=False))
+
+
+def test_a_write_cut_off_by_its_call_ending_is_not_built_on(backend_engine: Engine) -> None:
+    _migrate(backend_engine)
+    asyncio.run(_write_cut_off_by_the_revocation(backend_engine, served=True))

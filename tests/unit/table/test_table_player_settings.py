@@ -11,12 +11,12 @@ from electric.eventlog.v1.envelope_pb2 import Envelope
 from electric.registration.v1 import events_pb2 as registration_events
 from electric_domain.tournament import ShowSettings
 from electric_eventlog import EventStore, migrate, upgrade
-from electric_table.consumers import on_player_settings
-from electric_table.handlers import TableHandlers
-from electric_table.runtime import TableManager
 from electric_table.store import repo
 from electric_table.store.tables import VERSIONS_DIR
-from electric_table.tableinfo import SeatInfo, TableInfo
+from electric_table.tournament.consumers import on_player_settings
+from electric_table.tournament.handlers import TableHandlers
+from electric_table.tournament.runtime import TableManager
+from electric_table.tournament.tableinfo import SeatInfo, TableInfo
 from sqlalchemy import Engine
 
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 from electric_eventlog import EventStore
-from electric_table import runtime
-from electric_table.runtime import TableManager
+from electric_table.tournament import runtime
+from electric_table.tournament.runtime import TableManager
 from sqlalchemy import create_engine
 from sqlalchemy.exc import OperationalError
 
@@ -27,7 +27,12 @@ def manager_failing(times: int) -> tuple[TableManager, list[str]]:
     manager = TableManager(engine, EventStore(engine, producer="table"), stopping=asyncio.Event())
     calls: list[str] = []
     fresh = SimpleNamespace(
-        tournament="stored", version=7, story="story", last_event_id="e7", turn_cause="c"
+        tournament="stored",
+        version=7,
+        story="story",
+        last_event_id="e7",
+        turn_cause="c",
+        requests={("ann", "r-7"): "stored"},
     )
 
     def rebuild(table_id: str) -> Any:
@@ -42,7 +47,13 @@ def manager_failing(times: int) -> tuple[TableManager, list[str]]:
 
 def memory_ahead() -> Any:
     return SimpleNamespace(
-        table_id="t", tournament="ahead", version=8, story="x", last_event_id="e8", turn_cause=""
+        table_id="t",
+        tournament="ahead",
+        version=8,
+        story="x",
+        last_event_id="e8",
+        turn_cause="",
+        requests={("ann", "r-8"): "in memory only"},
     )
 
 
@@ -52,6 +63,7 @@ async def test_the_reload_waits_for_the_database() -> None:
     await manager.reload(rt)
     assert calls == ["t"] * 4
     assert (rt.tournament, rt.version, rt.last_event_id) == ("stored", 7, "e7")
+    assert rt.requests == {("ann", "r-7"): "stored"}  # the request book is the store's too
 
 
 async def test_the_reload_gives_up_after_its_budget(monkeypatch: pytest.MonkeyPatch) -> None:

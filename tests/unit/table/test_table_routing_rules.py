@@ -7,8 +7,8 @@ import grpc
 import pytest
 from electric.common.v1 import errors_pb2
 from electric_platform.errors import rich_status
-from electric_table.ownership import group_timings
-from electric_table.routing import advertised_address, relayed
+from electric_table.host.ownership import group_timings
+from electric_table.host.routing import advertised_address, relayed
 
 
 def test_advertised_address_defaults_to_the_bound_port_on_loopback() -> None:
@@ -66,7 +66,7 @@ def test_group_timings_fail_over_within_seconds_and_are_checked() -> None:
 def test_a_uth_table_is_on_the_partition_of_registrations_casino_table_stream() -> None:
     from aiokafka.partitioner import DefaultPartitioner
     from electric_registration.casino.lobby import casino_stream
-    from electric_table.casino.uth_ownership import uth_partition, uth_resource
+    from electric_table.casino.uth.ownership import uth_partition, uth_resource
 
     parts = list(range(6))
     for n in range(1, 60):

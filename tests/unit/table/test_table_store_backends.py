@@ -1,16 +1,21 @@
 """The table service's store (``electric_table.store.repo``) on SQLite and PostgreSQL
-(``backend_engine``): the read model of a table round-trips and moves forward, a command's
-recorded outcome answers its retry (one row per table, player and request id), deck seeds
-are kept once per hand and the first multiplier seed wins."""
+(``backend_engine``): the read model of a table — written by the projector from the table's
+events (``store.projector.project``) — round-trips and moves forward, a command's recorded
+outcome answers its retry (one row per table, player and request id), deck seeds are kept
+once per hand and the first multiplier seed wins."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
 import pytest
+from electric.common.v1 import money_pb2, tournament_pb2
+from electric.eventlog.v1.envelope_pb2 import Envelope
+from electric.table.v1 import events_pb2 as tev
 from electric_eventlog import migrate, upgrade
-from electric_table.store import repo
+from electric_table.store import projector, repo
 from electric_table.store.tables import VERSIONS_DIR, metadata
+from google.protobuf.message import Message
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
@@ -33,20 +38,31 @@ def _seats(*players: str) -> list[repo.SeatRow]:
     return [repo.SeatRow(i + 1, p, f"e-{p}", p.title(), 1_500) for i, p in enumerate(players)]
 
 
+def _project(conn: Connection, table_id: str, version: int, event: Message, at: datetime) -> None:
+    """The projector's rows of ``event``, the table's ``version``-th."""
+    envelope = Envelope(stream_id=f"table-{table_id}", stream_version=version)
+    envelope.occurred_at.FromDatetime(at)
+    projector.project(conn, [envelope], [event])
+
+
 def _insert(engine: Engine, table_id: str, *players: str, minute: int = 0) -> None:
+    started = tev.TableStarted(
+        table_id=table_id,
+        table_name=f"Table {table_id}",
+        seats=[
+            tournament_pb2.SeatAssignment(
+                seat=s.seat, player_id=s.player_id, entry_id=s.entry_id, display_name=s.display_name
+            )
+            for s in _seats(*players)
+        ],
+        starting_stack=1_500,
+        multiplier=5,
+        prize_pool=money_pb2.Money(cents=2_500),
+        buy_in=money_pb2.Money(cents=500),
+        domain=tev.DomainRecord(type="tournament.TournamentStarted"),  # a playable table
+    )
     with engine.begin() as conn:
-        repo.insert_table(
-            conn,
-            table_id=table_id,
-            table_name=f"Table {table_id}",
-            multiplier=5,
-            prize_pool_cents=2_500,
-            buy_in_cents=500,
-            starting_stack=1_500,
-            stream_version=1,
-            created_at=T0.replace(minute=minute),
-            seats=_seats(*players),
-        )
+        _project(conn, table_id, 1, started, T0.replace(minute=minute))
 
 
 def test_table_read_model_round_trips_and_moves_forward(backend_engine: Engine) -> None:
@@ -68,14 +84,10 @@ def test_table_read_model_round_trips_and_moves_forward(backend_engine: Engine) 
     )
 
     with engine.begin() as conn:
-        repo.update_table(
-            conn,
-            "t-1",
-            stream_version=7,
-            status=repo.TableStatus.RUNNING,
-            stacks={1: 1_000, 3: 2_000},
-        )
-        repo.update_table(conn, "t-2", stream_version=9, status=repo.TableStatus.FINISHED)
+        _project(conn, "t-1", 6, tev.HandStarted(table_id="t-1", hand_number=1), T0)
+        stacks = [tev.SeatStack(seat=1, stack=1_000), tev.SeatStack(seat=3, stack=2_000)]
+        _project(conn, "t-1", 7, tev.HandEnded(table_id="t-1", stacks=stacks), T0)
+        _project(conn, "t-2", 9, tev.TournamentFinished(table_id="t-2"), T0)
     with engine.connect() as conn:
         t1 = repo.get_table(conn, "t-1")
         t2 = repo.get_table(conn, "t-2")

@@ -1,8 +1,8 @@
-"""WatchTable's story (`electric_table.story`) over whole simulated tournaments: every stored
-event becomes the client event a table animates, and the story alone is enough to redraw
-every hand — stacks rebuilt from deals, blinds, actions, returned bets and awards equal the
-stacks the hand ended with; pots after every round equal the chips collected; the showdown
-follows seed rule 10's order; privacy per caller."""
+"""WatchTable's story (`electric_table.tournament.story`) over whole simulated tournaments:
+every stored event becomes the client event a table animates, and the story alone is enough
+to redraw every hand — stacks rebuilt from deals, blinds, actions, returned bets and awards
+equal the stacks the hand ended with; pots after every round equal the chips collected;
+the showdown follows seed rule 10's order; privacy per caller."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from electric.table.v1 import events_pb2 as tev
 from electric.table.v1 import table_pb2
 from electric_domain.tournament import Tournament, default_config
 from electric_math import simulate as sim
-from electric_table import mapping
-from electric_table.story import Story, for_viewer, layered_pots
+from electric_table.tournament import mapping
+from electric_table.tournament.story import Story, for_viewer, layered_pots
 
 from tests.support.table_kit import table_info
 
@@ -207,8 +207,8 @@ def test_views_keep_the_hand_end_and_render_pots_timer_and_last_actions() -> Non
     hand the pots split into main and side pots equal to the chips collected, the timer
     ring is complete, every seat that acted shows its last action; a finished table's
     clocks stop."""
-    from electric_table.runtime import TableRuntime
-    from electric_table.views import build_view
+    from electric_table.tournament.runtime import TableRuntime
+    from electric_table.tournament.views import build_view
 
     cfg = default_config()
     seen = {"between": 0, "side_pots": 0, "ring": 0}
@@ -282,8 +282,8 @@ def test_views_keep_the_hand_end_and_render_pots_timer_and_last_actions() -> Non
 def test_side_pots_in_the_view_and_the_pots_event() -> None:
     """Seed 6.a.i: a short all-in makes a main pot it can win and a side pot of the rest;
     the view's pots and the story's pots event show both with their eligible seats."""
-    from electric_table.runtime import TableRuntime
-    from electric_table.views import build_view
+    from electric_table.tournament.runtime import TableRuntime
+    from electric_table.tournament.views import build_view
 
     from tests.support.tournament_table import Table
 

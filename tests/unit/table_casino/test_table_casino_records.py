@@ -10,8 +10,8 @@ import pytest
 from electric.table.v1 import casino_events_pb2 as cev
 from electric_domain.casino.common.config import load_config
 from electric_domain.casino.thb.round import ThbRound
-from electric_table.casino import records
-from electric_table.casino.handlers import _settlement_ops
+from electric_table.casino.thb import records
+from electric_table.casino.thb.handlers import _settlement_ops
 
 KEY = records.RoundKey("r1", "thb-1", "thb", "alice")
 CFG = load_config()

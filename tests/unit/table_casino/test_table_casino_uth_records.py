@@ -6,21 +6,26 @@ from __future__ import annotations
 
 import contextlib
 import random
+from datetime import UTC, datetime
 
 import electric_domain.casino.uth.events as uth
 import pytest
+from electric.eventlog.v1.envelope_pb2 import Envelope
 from electric.table.v1 import casino_events_pb2 as cev
 from electric_domain.casino.common.config import load_config
 from electric_domain.casino.common.errors import Rejected
 from electric_domain.casino.uth.round import ACTIONS, UthRound
 from electric_eventlog import migrate, upgrade
-from electric_table.casino import repo, uth_records
+from electric_table.casino import repo
+from electric_table.casino.uth import records as uth_records
+from electric_table.store import projector
 from electric_table.store.tables import VERSIONS_DIR, metadata
 from google.protobuf.message import Message
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
 CFG = load_config()
+T0 = datetime(2026, 12, 1, 6, 0, tzinfo=UTC)
 PLAYERS = ["ann", "ben", "cat", "dan"]
 
 
@@ -147,17 +152,33 @@ def test_one_open_thb_round_per_table_and_player(backend_engine: Engine) -> None
         target_metadata=metadata,
     )
 
-    def row(rid: str, game: str, player: str, status: str = repo.OPEN) -> repo.RoundRow:
-        table = f"{game}-1"
-        return repo.RoundRow(rid, table, game, player, rid, status, False, "", 0)
+    def start(conn: Connection, rid: str, game: str, player: str) -> None:
+        """A round's row, as the projector writes it from its CasinoRoundStarted."""
+        started = cev.CasinoRoundStarted(
+            round_id=rid, table_id=f"{game}-1", game=game, player_id=player, game_number=rid
+        )
+        project(conn, rid, 1, started)
+
+    def project(conn: Connection, rid: str, version: int, event: Message) -> None:
+        envelope = Envelope(stream_id=f"casino-{rid}", stream_version=version)
+        projector.project(conn, [envelope], [event], projector.Withheld("", T0))
 
     with backend_engine.begin() as conn:
-        repo.insert_round(conn, row("t1", "thb", "ann"))
-        repo.insert_round(conn, row("t0", "thb", "ann", repo.SETTLED))
-        repo.insert_round(conn, row("u1", "uth", ""))
-        repo.insert_round(conn, row("u2", "uth", ""))  # live UTH rounds are shared
+        start(conn, "t0", "thb", "ann")
+        project(conn, "t0", 2, cev.CasinoRoundSettled(round_id="t0", game="thb"))
+        start(conn, "t1", "thb", "ann")
+        start(conn, "u1", "uth", "")
+        start(conn, "u2", "uth", "")  # live UTH rounds are shared
     with pytest.raises(IntegrityError), backend_engine.begin() as conn:
-        repo.insert_round(conn, row("t2", "thb", "ann"))
+        start(conn, "t2", "thb", "ann")
     with backend_engine.begin() as conn:
-        repo.update_round(conn, "t1", stream_version=3, status=repo.SETTLED)
-        repo.insert_round(conn, row("t2", "thb", "ann"))
+        project(conn, "t1", 3, cev.CasinoRoundSettled(round_id="t1", game="thb"))
+        start(conn, "t2", "thb", "ann")
+    with backend_engine.connect() as conn:
+        statuses = {rid: repo.get_round(conn, rid) for rid in ("t0", "t1", "t2", "u1")}
+    assert {rid: (r.status, r.stream_version) for rid, r in statuses.items() if r} == {
+        "t0": (repo.SETTLED, 2),
+        "t1": (repo.SETTLED, 3),
+        "t2": (repo.OPEN, 1),
+        "u1": (repo.OPEN, 1),
+    }

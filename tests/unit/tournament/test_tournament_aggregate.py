@@ -31,11 +31,13 @@ from electric_domain.tournament.errors import (
     NotAllowedNow,
     Rejected,
     RejectReason,
+    StaleCommand,
 )
 from electric_domain.tournament.events import (
     Act,
     ActionTaken,
     Cause,
+    ClearPreAction,
     ClockExpired,
     DealHand,
     ElectricModeStarted,
@@ -43,6 +45,7 @@ from electric_domain.tournament.events import (
     LevelAdvanced,
     PlayerEliminated,
     SatOut,
+    SelectPreAction,
     Tick,
     TimeBankStarted,
     TimedOut,
@@ -351,7 +354,20 @@ def test_rejections_change_nothing(table: Table) -> None:
     before = len(table.t.history)
     cases: list[tuple[Any, type[Rejected], RejectReason]] = [
         (Act(0, Move.CALL, 1_500), NotAllowedNow, RejectReason.NOT_YOUR_TURN),
-        (Act(2, Move.RAISE_TO, 1_500, 21), NotAllowedNow, RejectReason.ILLEGAL_MOVE),  # < min
+        (Act(2, Move.RAISE_TO, 1_500, 21), InvalidCommand, RejectReason.AMOUNT_OUT_OF_RANGE),
+        (Act(2, Move.RAISE_TO, 1_500, 501), InvalidCommand, RejectReason.AMOUNT_OUT_OF_RANGE),
+        (Act(2, Move.CALL, 1_500, hand_no=2), NotAllowedNow, RejectReason.STALE_COMMAND),
+        (
+            Act(2, Move.CALL, 1_500, hand_no=1, action_seq=9),
+            NotAllowedNow,
+            RejectReason.STALE_COMMAND,
+        ),
+        (
+            SelectPreAction(0, PreAction.FOLD, 1_500, hand_no=0),
+            NotAllowedNow,
+            RejectReason.STALE_COMMAND,
+        ),
+        (ClearPreAction(0, 1_500, hand_no=3), NotAllowedNow, RejectReason.STALE_COMMAND),
         (Act(2, Move.BET, 1_500, 60), NotAllowedNow, RejectReason.ILLEGAL_MOVE),  # a raise
         (Act(2, "dance", 1_500), InvalidCommand, RejectReason.UNKNOWN_MOVE),
         (Act(7, Move.CALL, 1_500), InvalidCommand, RejectReason.NO_SUCH_SEAT),
@@ -364,6 +380,27 @@ def test_rejections_change_nothing(table: Table) -> None:
         assert info.value.reason is reason
         assert info.value.events == []
     assert len(table.t.history) == before
+
+
+def test_a_command_answering_the_current_hand_and_action_runs(table: Table) -> None:
+    """The hand and action a command answers are checked against the table's, and the
+    refusal names both (the client redraws from it)."""
+    table.deal(1_000)
+    st = table.t.state
+    with pytest.raises(StaleCommand) as info:
+        table.t.handle(
+            Act(2, Move.CALL, 1_500, hand_no=st.hand_no, action_seq=st.next_action_seq + 1)
+        )
+    assert (info.value.requested_hand, info.value.requested_seq) == (
+        st.hand_no,
+        st.next_action_seq + 1,
+    )
+    assert (info.value.current_hand, info.value.current_seq) == (st.hand_no, st.next_action_seq)
+    assert "stale command: it answers hand 1 action" in str(info.value)
+    events = table.t.handle(
+        Act(2, Move.CALL, 1_500, hand_no=st.hand_no, action_seq=st.next_action_seq)
+    )
+    assert events
 
 
 def test_player_view_is_private_and_complete(table: Table) -> None:

@@ -16,13 +16,13 @@ resumable, docs/design.md §6).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from electric_domain.casino.common.config import CasinoConfig
 from electric_domain.casino.common.deal import Deal, describe, refunds
 from electric_domain.casino.common.errors import Rejected, RejectReason
 from electric_domain.casino.common.money import BetResult, totals
+from electric_domain.casino.common.round import OVER, CasinoRound
 from electric_domain.casino.thb import settlement
 from electric_domain.casino.thb.events import (
     Bet,
@@ -47,7 +47,7 @@ from electric_domain.casino.thb.events import (
 from electric_domain.casino.thb.nicknames import nickname
 from electric_domain.deck import commitment
 
-PREFLOP, TURN_DECISION, RIVER_DECISION, OVER = "preflop", "turn", "river", "over"
+PREFLOP, TURN_DECISION, RIVER_DECISION = "preflop", "turn", "river"
 
 
 @dataclass
@@ -72,14 +72,11 @@ class ThbState:
     nickname: str | None = None
 
 
-class ThbRound:
-    """One THB round. Mutated only by :meth:`apply`."""
+class ThbRound(CasinoRound[ThbState, Event, Command]):
+    """One THB round (a `CasinoRound`). Mutated only by :meth:`apply`."""
 
-    def __init__(self, config: CasinoConfig) -> None:
-        self.config = config
-        self.state = ThbState()
-        self.history: list[Event] = []
-        self._deal: Deal | None = None
+    def _initial_state(self) -> ThbState:
+        return ThbState()
 
     @classmethod
     def start(
@@ -115,25 +112,20 @@ class ThbRound:
         r._emit(HoleCardsDealt(deal.player, nickname(*deal.player), at))
         return r
 
-    @classmethod
-    def replay(cls, config: CasinoConfig, events: Iterable[Event]) -> ThbRound:
-        r = cls(config)
-        for e in events:
-            r.apply(e)
-        return r
-
     # ------------------------------------------------------------------------- commands
 
-    def handle(self, cmd: Command) -> list[Event]:
-        """Validate ``cmd``; emit and apply its events, which are returned."""
-        start = len(self.history)
+    def _is_void(self, cmd: Command) -> bool:
+        return isinstance(cmd, Void)
+
+    def _void(self, cmd: Command) -> None:
+        assert isinstance(cmd, Void)
         s = self.state
-        if isinstance(cmd, Void):
-            if s.phase == OVER:
-                raise Rejected(RejectReason.ROUND_OVER, "the round is over")
-            self._emit(RoundVoided(cmd.reason, refunds(s.bets), cmd.at))
-            self._emit(DeckRevealed(s.seed_hex, s.commitment, cmd.at))
-            return self.history[start:]
+        self._emit(RoundVoided(cmd.reason, refunds(s.bets), cmd.at))
+        self._emit(DeckRevealed(s.seed_hex, s.commitment, cmd.at))
+
+    def _handle(self, cmd: Command) -> None:
+        assert not isinstance(cmd, Void)  # (the round's handle voids)
+        s = self.state
         if s.phase == OVER:
             raise Rejected(RejectReason.ROUND_OVER, "the round is over")
         allowed = {
@@ -163,7 +155,6 @@ class ThbRound:
             self._board(street, (deal.turn,) if street == "turn" else (deal.river,), cmd.at)
             if street == "river":
                 self._finish(cmd.at)
-        return self.history[start:]
 
     def _board(self, street: str, cards: tuple[int, ...], at: int) -> None:
         seen = (*self.state.player_cards, *self.state.board, *cards)
@@ -193,11 +184,6 @@ class ThbRound:
         staked, returned, house = totals(results)
         self._emit(Settled(results, staked, returned, house, at))
         self._emit(DeckRevealed(s.seed_hex, s.commitment, at))
-
-    def _dealt(self) -> Deal:
-        if self._deal is None:
-            self._deal = Deal.from_seed(bytes.fromhex(self.state.seed_hex))
-        return self._deal
 
     # --------------------------------------------------------------------------- events
 
@@ -233,10 +219,6 @@ class ThbRound:
         self.history.append(e)
 
     # ---------------------------------------------------------------------------- views
-
-    @property
-    def finished(self) -> bool:
-        return self.state.phase == OVER
 
     def legal(self) -> tuple[str, ...]:
         """Buttons the game shows now."""

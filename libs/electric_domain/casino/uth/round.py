@@ -14,13 +14,14 @@ every seat still deciding has decided, or at its deadline: undecided seats are A
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from electric_domain.casino.common.config import CasinoConfig
 from electric_domain.casino.common.deal import Deal, category_index, describe, refunds
 from electric_domain.casino.common.errors import Rejected, RejectReason
 from electric_domain.casino.common.money import totals
+from electric_domain.casino.common.round import OVER, CasinoRound
 from electric_domain.casino.uth import settlement
 from electric_domain.casino.uth.events import (
     AutoChecked,
@@ -53,7 +54,7 @@ from electric_domain.casino.uth.events import (
 )
 from electric_domain.deck import commitment
 
-BETTING, PREFLOP, FLOP, RIVER, OVER = "betting", "preflop", "flop", "river", "over"
+BETTING, PREFLOP, FLOP, RIVER = "betting", "preflop", "flop", "river"
 ACTIONS = {
     PREFLOP: {"play_4x": 4, "play_3x": 3, "check": 0},
     FLOP: {"play_2x": 2, "check": 0},
@@ -103,14 +104,11 @@ class UthState:
     revealed: bool = False
 
 
-class UthRound:
-    """One live UTH round. Mutated only by :meth:`apply`."""
+class UthRound(CasinoRound[UthState, Event, Command]):
+    """One live UTH round (a `CasinoRound`). Mutated only by :meth:`apply`."""
 
-    def __init__(self, config: CasinoConfig) -> None:
-        self.config = config
-        self.state = UthState()
-        self.history: list[Event] = []
-        self._deal: Deal | None = None
+    def _initial_state(self) -> UthState:
+        return UthState()
 
     @classmethod
     def open(
@@ -147,26 +145,17 @@ class UthRound:
             r.handle(TakeSeat(p, at))
         return r
 
-    @classmethod
-    def replay(cls, config: CasinoConfig, events: Iterable[Event]) -> UthRound:
-        r = cls(config)
-        for e in events:
-            r.apply(e)
-        return r
-
     # ------------------------------------------------------------------------- commands
 
-    def handle(self, cmd: Command) -> list[Event]:
-        start = len(self.history)
+    def _is_void(self, cmd: Command) -> bool:
+        return isinstance(cmd, Void)
+
+    def _handle(self, cmd: Command) -> None:
+        assert not isinstance(cmd, Void)  # (the round's handle voids)
         s = self.state
-        if isinstance(cmd, Void):
-            if s.phase == OVER:
-                raise Rejected(RejectReason.ROUND_OVER, "the round is over")
-            self._void(cmd)
-            return self.history[start:]
         self._catch_up(cmd.at)
         if isinstance(cmd, Tick):
-            return self.history[start:]
+            return
         if s.phase == OVER:
             raise Rejected(RejectReason.ROUND_OVER, "the round is over")
         if isinstance(cmd, TakeSeat):
@@ -178,7 +167,6 @@ class UthRound:
             self._bet(cmd)
         else:
             self._decide(cmd)
-        return self.history[start:]
 
     def _seat(self, seat: int) -> SeatState:
         if not 0 <= seat < len(self.state.seats):
@@ -345,7 +333,8 @@ class UthRound:
         self.apply(DeckRevealed(s.seed_hex, s.commitment, at))
         self.apply(RoundEnded(at))
 
-    def _void(self, cmd: Void) -> None:
+    def _void(self, cmd: Command) -> None:
+        assert isinstance(cmd, Void)
         s = self.state
         per_seat = tuple(
             (i, refunds({"ante": x.total("ante"), "blind": x.total("ante"),
@@ -355,11 +344,6 @@ class UthRound:
         )  # fmt: skip
         self.apply(RoundVoided(cmd.reason, per_seat, cmd.at))
         self._end(cmd.at)
-
-    def _dealt(self) -> Deal:
-        if self._deal is None:
-            self._deal = Deal.from_seed(bytes.fromhex(self.state.seed_hex))
-        return self._deal
 
     # --------------------------------------------------------------------------- events
 
@@ -415,10 +399,6 @@ class UthRound:
         self.history.append(e)
 
     # ---------------------------------------------------------------------------- views
-
-    @property
-    def finished(self) -> bool:
-        return self.state.phase == OVER
 
     def light(self, at: int) -> str:
         """The traffic light at ``at`` (green, yellow, red)."""

@@ -20,10 +20,11 @@ from electric_platform import (
 )
 from electric_platform.auth import Role, require_player, require_role
 
-from electric_table.casino import records, repo
-from electric_table.casino.handlers import CasinoHandlers, Loaded
-from electric_table.casino.uth_api import READERS, UthApi, is_uth_round
-from electric_table.casino.uth_tables import UthTables
+from electric_table.casino import repo
+from electric_table.casino.thb import records
+from electric_table.casino.thb.handlers import CasinoHandlers, Loaded
+from electric_table.casino.uth.api import READERS, UthApi, is_uth_round
+from electric_table.casino.uth.tables import UthTables
 
 _DECISIONS: dict[int, type[thb.Fold | thb.CallFlop | thb.Check | thb.Bet]] = {
     casino_pb2.CASINO_DECISION_FOLD: thb.Fold,

@@ -2,7 +2,8 @@
 
 - :meth:`CasinoMoney.reserve`: pending transfer player → ``house:casino_bankroll``
   (transfer id = bet id) before its BetPlaced is appended; insufficient funds become
-  FAILED_PRECONDITION with the wallet's InsufficientFunds detail.
+  `WalletRefused` (FAILED_PRECONDITION at the edge) with the wallet's InsufficientFunds
+  detail.
 - Settlement records per bet ``post`` (the bet lost or won: the stake goes to the bankroll;
   payout credits stake + win of a win from RoundSettled) or ``void`` (push, refund, void
   round) in the settling transaction; :class:`CasinoWalletWork` (an ``OwedWorkSource`` for
@@ -19,10 +20,10 @@ import grpc
 from electric.wallet.v1 import ledger_pb2
 from electric_clients.accounts import BANKROLL
 from electric_clients.wallet import WalletClient, insufficient_funds
-from electric_platform import FailedPrecondition, Unavailable
 from sqlalchemy import Engine
 
 from electric_table.casino import repo
+from electric_table.refusals import WalletRefused, WalletUnavailable
 
 #: Wallet transfer code of a casino bet.
 BET_CODE = "casino_bet"
@@ -50,7 +51,8 @@ class OwedOp:
 
 
 async def reserve(wallet: WalletClient, bet_id: str, player_id: str, amount: int) -> None:
-    """Reserve a bet; a refusal changes nothing (raises a ServiceError)."""
+    """Reserve a bet; a refusal changes nothing (`WalletRefused`; `WalletUnavailable`: the
+    wallet did not answer, the outcome is unknown)."""
     try:
         t = await wallet.reserve(
             bet_id, player_id, amount, to_account=BANKROLL, code=BET_CODE, memo=bet_id
@@ -58,14 +60,14 @@ async def reserve(wallet: WalletClient, bet_id: str, player_id: str, amount: int
     except grpc.aio.AioRpcError as err:
         detail = insufficient_funds(err)
         if detail is not None:
-            raise FailedPrecondition(
+            raise WalletRefused(
                 f"insufficient funds for a bet of {amount} cents", detail=detail
             ) from err
         if err.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT):
-            raise FailedPrecondition(f"the wallet refused the bet: {err.details()}") from err
-        raise Unavailable(f"wallet unavailable, bet not placed: {err.details()}") from err
+            raise WalletRefused(f"the wallet refused the bet: {err.details()}") from err
+        raise WalletUnavailable(f"wallet unavailable, bet not placed: {err.details()}") from err
     if t.state != ledger_pb2.TRANSFER_STATE_PENDING:
-        raise FailedPrecondition(
+        raise WalletRefused(
             f"bet {bet_id} was already resolved in the wallet; this bet cannot be placed again"
         )
 

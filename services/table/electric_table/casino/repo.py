@@ -1,4 +1,10 @@
-"""Reads and writes of the casino rows (synchronous; run via asyncio.to_thread)."""
+"""Reads and writes of the casino rows (synchronous; run via asyncio.to_thread).
+
+The round rows (``table_casino_rounds``) and the UTH players owed a result
+(``table_casino_uth_players``) are only read here: the projector writes them from the
+round's events (``electric_table.store.projector``, live through ``journal.append_round``).
+Written here: the bets and their owed wallet calls, the request de-duplication rows, and the
+seats registration's events give (``consumers``)."""
 
 from __future__ import annotations
 
@@ -11,7 +17,9 @@ from sqlalchemy import Connection, and_, delete, insert, or_, select, update
 
 from electric_table.store import tables as t
 
-OPEN, SETTLED, VOIDED = "open", "settled", "voided"
+OPEN, SETTLED, VOIDED = t.ROUND_OPEN, t.ROUND_SETTLED, t.ROUND_VOIDED
+#: ``game`` of a live UTH round.
+UTH = t.UTH_GAME
 #: ``owed_op`` of a bet: reservation asked for but its BetPlaced not yet appended.
 INTENT = "intent"
 POST, VOID = "post", "void"
@@ -116,41 +124,6 @@ def count_unfinished(conn: Connection) -> int:
     u = t.casino_uth_players.c
     uth = conn.execute(select(u.round_id).where(u.acknowledged.is_(False))).all()
     return len(rows) + len(uth)
-
-
-def insert_round(conn: Connection, r: RoundRow) -> None:
-    conn.execute(
-        insert(t.casino_rounds).values(
-            round_id=r.round_id,
-            table_id=r.table_id,
-            game=r.game,
-            player_id=r.player_id,
-            game_number=r.game_number,
-            status=r.status,
-            acknowledged=r.acknowledged,
-            seed_hex=r.seed_hex,
-            stream_version=r.stream_version,
-            created_at=datetime.now(UTC),
-        )
-    )
-
-
-def update_round(
-    conn: Connection,
-    round_id: str,
-    *,
-    stream_version: int,
-    status: str | None = None,
-    acknowledged: bool | None = None,
-) -> None:
-    values: dict[str, object] = {"stream_version": stream_version}
-    if status is not None:
-        values["status"] = status
-    if acknowledged is not None:
-        values["acknowledged"] = acknowledged
-    conn.execute(
-        update(t.casino_rounds).where(t.casino_rounds.c.round_id == round_id).values(**values)
-    )
 
 
 # ---------------------------------------------------------------------------------- bets
@@ -378,17 +351,6 @@ def open_tables(conn: Connection, game: str) -> list[str]:
     return sorted(str(r.table_id) for r in rows)
 
 
-def add_uth_players(conn: Connection, round_id: str, table_id: str, players: Sequence[str]) -> None:
-    """The players with stakes in a UTH round (each once)."""
-    for p in dict.fromkeys(players):
-        insert_once(
-            conn,
-            t.casino_uth_players,
-            {"round_id": round_id, "player_id": p},
-            {"table_id": table_id, "acknowledged": False, "created_at": datetime.now(UTC)},
-        )
-
-
 def uth_player(conn: Connection, round_id: str, player_id: str) -> bool | None:
     """Whether ``player_id`` acknowledged UTH round ``round_id`` (None: no stakes in it)."""
     u = t.casino_uth_players.c
@@ -407,13 +369,3 @@ def uth_unfinished(conn: Connection, player_id: str) -> list[str]:
         .order_by(u.created_at, u.round_id)
     ).all()
     return [str(r.round_id) for r in rows]
-
-
-def ack_uth(conn: Connection, round_id: str, player_id: str) -> bool:
-    u = t.casino_uth_players.c
-    res = conn.execute(
-        update(t.casino_uth_players)
-        .where(u.round_id == round_id, u.player_id == player_id, u.acknowledged.is_(False))
-        .values(acknowledged=True)
-    )
-    return res.rowcount == 1

@@ -4,12 +4,12 @@ The wallet is reached at ``ELECTRIC_WALLET_TARGET`` with the table's own service
 At start every open round is replayed and the auto-void rule applied (handlers module doc);
 the owed wallet calls then run in the background (``casino-wallet``), and registration's
 casino seats are consumed (``casino-seats``, :mod:`electric_table.casino.consumers`).
-Live UTH tables (:mod:`uth_tables`) are loaded and driven (:mod:`uth_driver`); left intents
+Live UTH tables (:mod:`uth.tables`) are loaded and driven (:mod:`uth.driver`); left intents
 are swept every 30 s (``casino-intent-sweep``).
 
 With ``partitions`` ownership (``ownership`` given) every instance serves THB, hosts the UTH
-tables of its partitions (:mod:`uth_ownership`: fenced, rebuilt on assignment, dropped on
-revocation) and forwards the calls of the others' UTH tables (:mod:`uth_routing`); start-up
+tables of its partitions (:mod:`uth.ownership`: fenced, rebuilt on assignment, dropped on
+revocation) and forwards the calls of the others' UTH tables (:mod:`uth.routing`); start-up
 recovery leaves intents to the sweep (a peer may be between a reservation and its append).
 """
 
@@ -29,15 +29,17 @@ from electric_platform.server import ServiceHost
 
 from electric_table.casino.api import CasinoApi
 from electric_table.casino.consumers import seats_worker
-from electric_table.casino.handlers import CasinoHandlers
 from electric_table.casino.metrics import CasinoMetrics
-from electric_table.casino.uth_driver import UthDriver
-from electric_table.casino.uth_ownership import UthOwnership
-from electric_table.casino.uth_routing import CasinoRouter, RoutedCasinoApi
-from electric_table.casino.uth_settings import pause_ms as uth_pause_ms
-from electric_table.casino.uth_settings import uth_config
-from electric_table.casino.uth_tables import UthTables
-from electric_table.ownership import PartitionOwnership
+from electric_table.casino.thb.handlers import CasinoHandlers
+from electric_table.casino.uth.driver import UthDriver
+from electric_table.casino.uth.ownership import UthOwnership
+from electric_table.casino.uth.routing import UthDirectory, casino_routes
+from electric_table.casino.uth.settings import pause_ms as uth_pause_ms
+from electric_table.casino.uth.settings import uth_config
+from electric_table.casino.uth.tables import UthTables
+from electric_table.host.forwarding import OwnerForwarding
+from electric_table.host.ownership import PartitionOwnership
+from electric_table.host.routing import Router
 
 #: Kafka group of the seats subscription: ``<ELECTRIC_TABLE_CONSUMER_GROUP>.casino`` when that
 #: is set (isolating a deployment or a test), else the consumer name ``table.casino_seats``.
@@ -74,22 +76,16 @@ async def setup_casino(
     recovered = await handlers.recover(resolve_intents=ownership is None)
     uth = UthTables(handlers, handlers.config, pause_ms=uth_pause_ms(), stopping=host.stopping)
     UthDriver(uth)
-    api: CasinoApi
     if ownership is None:  # single: this instance hosts every UTH table
         recovered.update(await uth.recover())
-        api = CasinoApi(handlers, uth, host.stopping)
     else:  # the assignment brings the tables (before the first one, none is hosted)
         owned = UthOwnership(uth, ownership)
-        router = CasinoRouter(
-            ownership,
-            owned,
-            uth,
-            engine,
-            advertised or (lambda: ownership.owner),
-            start_wait_s=start_wait_s,
+        directory = UthDirectory(owned, uth, engine)
+        router = Router(
+            directory, advertised or (lambda: ownership.owner), start_wait_s=start_wait_s
         )
         host.on_shutdown(router.close)
-        api = RoutedCasinoApi(handlers, uth, host.stopping, router=router)
+        host.add_interceptor(OwnerForwarding(casino_routes(router, directory)))
     host.log.info("table.casino_recovered", **recovered)
     CASINO[id(host)] = handlers
     UTH[id(host)] = uth
@@ -115,6 +111,6 @@ async def setup_casino(
     host.add_service(
         casino_pb2.DESCRIPTOR.services_by_name["CasinoTableService"],
         casino_pb2_grpc.add_CasinoTableServiceServicer_to_server,
-        api,
+        CasinoApi(handlers, uth, host.stopping),
     )
     return handlers

@@ -1,4 +1,9 @@
-"""Reads and writes of the table read model (synchronous; run via asyncio.to_thread)."""
+"""Reads and writes of the table service's rows (synchronous; run via asyncio.to_thread).
+
+The read model of a table (``table_tables``, ``table_seats``) is only read here: the
+projector writes it from the table's events (``electric_table.store.projector``, live through
+``journal.append_table``). Written here: the request de-duplication rows, the withheld deck
+seeds, and what registration's events give (multiplier seeds, player settings)."""
 
 from __future__ import annotations
 
@@ -76,50 +81,6 @@ def get_table(conn: Connection, table_id: str) -> TableRow | None:
     )
 
 
-def insert_table(
-    conn: Connection,
-    *,
-    table_id: str,
-    table_name: str,
-    multiplier: int,
-    prize_pool_cents: int,
-    buy_in_cents: int,
-    starting_stack: int,
-    stream_version: int,
-    created_at: datetime,
-    seats: list[SeatRow],
-) -> None:
-    """Create the read model of a new table (same transaction as TableStarted)."""
-    conn.execute(
-        insert(t.tables).values(
-            table_id=table_id,
-            table_name=table_name,
-            status=TableStatus.STARTING.value,
-            multiplier=multiplier,
-            prize_pool_cents=prize_pool_cents,
-            buy_in_cents=buy_in_cents,
-            starting_stack=starting_stack,
-            stream_version=stream_version,
-            created_at=created_at,
-        )
-    )
-    if seats:
-        conn.execute(
-            insert(t.seats),
-            [
-                {
-                    "table_id": table_id,
-                    "seat": s.seat,
-                    "player_id": s.player_id,
-                    "entry_id": s.entry_id,
-                    "display_name": s.display_name,
-                    "stack": s.stack,
-                }
-                for s in seats
-            ],
-        )
-
-
 @dataclass(frozen=True)
 class RequestRow:
     """The recorded outcome of a command (``code`` "OK" or a gRPC status name)."""
@@ -144,6 +105,18 @@ def get_request(
     if row is None:
         return None
     return RequestRow(row.rpc, row.code, row.message, int(row.stream_version))
+
+
+def requests_of(conn: Connection, table_id: str) -> dict[tuple[str, str], RequestRow]:
+    """Every recorded command outcome of ``table_id``, by (player id, request id): loaded
+    with the table, so a command's de-duplication reads nothing (issue 26 item 4)."""
+    rows = conn.execute(select(t.requests).where(t.requests.c.table_id == table_id))
+    return {
+        (row.player_id, row.request_id): RequestRow(
+            row.rpc, row.code, row.message, int(row.stream_version)
+        )
+        for row in rows
+    }
 
 
 def insert_request(
@@ -206,27 +179,6 @@ def get_multiplier_seed(conn: Connection, table_id: str) -> str | None:
         select(t.multiplier_seeds.c.seed_hex).where(t.multiplier_seeds.c.table_id == table_id)
     ).first()
     return None if row is None else str(row.seed_hex)
-
-
-def update_table(
-    conn: Connection,
-    table_id: str,
-    *,
-    stream_version: int,
-    status: TableStatus | None = None,
-    stacks: dict[int, int] | None = None,
-) -> None:
-    """Move the read model forward (same transaction as the events)."""
-    values: dict[str, object] = {"stream_version": stream_version}
-    if status is not None:
-        values["status"] = status.value
-    conn.execute(update(t.tables).where(t.tables.c.table_id == table_id).values(**values))
-    for seat, stack in (stacks or {}).items():
-        conn.execute(
-            update(t.seats)
-            .where(t.seats.c.table_id == table_id, t.seats.c.seat == seat)
-            .values(stack=stack)
-        )
 
 
 def live_table_ids(conn: Connection) -> list[str]:

@@ -1,7 +1,10 @@
 """Table service's read model. Names start with ``table_``; no other service reads them.
 
-The event stream ``table-<table_id>`` is the source of truth; these rows are the projection
-GetTable/WatchTable read, written in the same transaction as the events.
+The event stream ``table-<table_id>`` is the source of truth; ``table_tables`` and
+``table_seats`` are the projection GetTable/WatchTable read, written by the projector
+(store/projector.py) in the same transaction as the events. The request, deck seed,
+multiplier seed and settings rows are the handlers' and consumers' own (see
+``electric_table.projections`` for why each is not a projection).
 """
 
 from __future__ import annotations
@@ -98,8 +101,13 @@ player_settings = Table(
 )
 
 # ------------------------------------------------------------------- casino rounds (THB/UTH)
-# The stream ``casino-<round_id>`` is the source of truth; these rows are written in the same
-# transaction as its events (see electric_table.casino.handlers).
+# The stream ``casino-<round_id>`` is the source of truth; the round and UTH player rows are
+# written by the projector in the same transaction as its events (store/projector.py).
+
+#: ``table_casino_rounds.status`` of a round.
+ROUND_OPEN, ROUND_SETTLED, ROUND_VOIDED = "open", "settled", "voided"
+#: ``game`` of a live UTH round (its result is acknowledged per player).
+UTH_GAME = "uth"
 
 #: One row per round: who plays it, whether it is open, whether its result was seen.
 casino_rounds = Table(
