@@ -18,6 +18,8 @@
 # KAFKA_JMX_EXPORTER_VERSION (1.0.1). When the agent cannot be fetched, or its port is taken,
 # the broker starts without it (with a warning): metrics must never keep Kafka from starting.
 set -euo pipefail
+# shellcheck source=lib/apt.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/apt.sh"
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 KAFKA_PORT="${KAFKA_PORT:-9092}"
@@ -75,8 +77,8 @@ ensure_tools() {
   fi
   log "installing ${missing[*]} from Debian's packages (apt-get) ..."
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -q >/dev/null
-  apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+  apt_get update -q >/dev/null
+  apt_get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
 }
 
 fetch_version() {

@@ -32,6 +32,8 @@
 #   OBS_SCRAPE_INTERVAL [5s], OBS_EVAL_INTERVAL [15s], OBS_RETENTION [7d]
 #   OBS_DIR [<repo>/var/observability]
 set -euo pipefail
+# shellcheck source=lib/apt.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/apt.sh"
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 HOST=127.0.0.1
@@ -107,8 +109,8 @@ cmd_install() {
   local rc=0
   export DEBIAN_FRONTEND=noninteractive
   {
-    apt-get update -qq &&
-      apt-get install -y -qq --no-install-recommends \
+    apt_get update -qq &&
+      apt_get install -y -qq --no-install-recommends \
         -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "${packages[@]}"
   } >"${TMPDIR:-/tmp}/electric-observability-apt.log" 2>&1 || rc=$?
   ((created)) && rm -f "$policy"

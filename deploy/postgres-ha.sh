@@ -8,6 +8,7 @@
 #                                            one primary and two secondaries, require one
 #                                            synchronous standby (number-sync-standbys 1),
 #                                            ensure role electric/electric and database electric
+#   bash deploy/postgres-ha.sh install       install the packages when missing (nothing else)
 #   bash deploy/postgres-ha.sh down          stop every node and the monitor
 #   bash deploy/postgres-ha.sh status        the formation's state (pg_autoctl show state)
 #   bash deploy/postgres-ha.sh url           the services' DATABASE_URL: every node, the
@@ -31,6 +32,8 @@
 # Environment: PGHA_PORT (monitor; nodes at +1, +2, +3; default 25400), ELECTRIC_PGHA_DIR
 # (default <repo>/var/postgres-ha, or /var/tmp/... when the postgres OS user cannot reach it).
 set -euo pipefail
+# shellcheck source=lib/apt.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/apt.sh"
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PGHA_PORT="${PGHA_PORT:-25400}"
@@ -75,8 +78,8 @@ ensure_packages() {
   fi
   log "installing pg_auto_failover from Debian's packages (apt-get) ..."
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -q >/dev/null
-  apt-get install -y -q --no-install-recommends postgresql-15-auto-failover \
+  apt_get update -q >/dev/null
+  apt_get install -y -q --no-install-recommends postgresql-15-auto-failover \
     pg-auto-failover-cli >/dev/null
 }
 
@@ -268,6 +271,7 @@ cmd_down() {
 }
 
 case "${1:-}" in
+install) ensure_packages ;;
 up) cmd_up ;;
 down) cmd_down ;;
 status)
@@ -307,7 +311,7 @@ wait)
   echo "one primary and two secondaries"
   ;;
 *)
-  echo "usage: $0 up|down|status|url|primary|kill N|start N|rebuild N|wait [SECONDS]|state" >&2
+  echo "usage: $0 install|up|down|status|url|primary|kill N|start N|rebuild N|wait [SECONDS]|state" >&2
   exit 2
   ;;
 esac

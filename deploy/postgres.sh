@@ -12,6 +12,8 @@
 # The cluster is disposable test/dev data: fsync and synchronous_commit are off for speed.
 # Quick (<1 s) when it is already up. As root, the server runs as the `postgres` OS user.
 set -euo pipefail
+# shellcheck source=lib/apt.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/apt.sh"
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PGPORT="${PGPORT:-5432}"
@@ -88,8 +90,8 @@ install_postgres() {
     echo "create_main_cluster = false" >/etc/postgresql-common/createcluster.conf
   fi
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -q >/dev/null
-  apt-get install -y -q --no-install-recommends \
+  apt_get update -q >/dev/null
+  apt_get install -y -q --no-install-recommends \
     -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
     postgresql postgresql-contrib >/dev/null
   if [[ -z "$(pg_bindir)" ]]; then

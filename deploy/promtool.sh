@@ -4,6 +4,8 @@
 # too, with Alertmanager's amtool and the PostgreSQL exporter.) The alert-rule tests use it; without it they
 # skip. Idempotent and quick when promtool is already on PATH.
 set -euo pipefail
+# shellcheck source=lib/apt.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/apt.sh"
 if command -v promtool >/dev/null 2>&1; then
   promtool --version 2>&1 | head -n 1
   exit 0
@@ -22,8 +24,8 @@ if [[ ! -e "$policy" ]]; then
 fi
 trap '[[ $created_policy == 1 ]] && rm -f "$policy"' EXIT
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+apt_get update -qq
+apt_get install -y -qq --no-install-recommends prometheus >/dev/null
 # No server to stop: policy-rc.d kept the package from starting one (and a broad kill here
 # would take down the Prometheus of deploy/observability.sh).
 promtool --version 2>&1 | head -n 1

@@ -19,6 +19,7 @@ from electric_audit.checks import CheckResult, run_checks
 from electric_audit.checks_checkpoints import add_arguments as add_checkpoint_arguments
 from electric_audit.checks_checkpoints import load_anchors, run_checkpoint_checks
 from electric_audit.checks_money import run_money_checks
+from electric_audit.checks_progress import check_progress
 from electric_audit.events import EventFilter, select_events
 from electric_audit.events import event_text as _event_text
 from electric_audit.sources import SERVICES, Source, SourceError, read_store, read_topics
@@ -141,7 +142,7 @@ def _verify(args: argparse.Namespace, sources: list[Source]) -> int:
     except SourceError as exc:
         sys.stderr.write(f"electric-audit verify: cannot read {exc}\n")
         return EXIT_USAGE
-    results = run_checks(sources) + run_money_checks(sources)
+    results = [*run_checks(sources), check_progress(sources), *run_money_checks(sources)]
     results += run_checkpoint_checks(sources, anchors)
     write = sys.stdout.write
     if not args.json:

@@ -26,6 +26,7 @@ Two levels:
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 from collections.abc import Callable, Sequence
@@ -243,6 +244,9 @@ class ConsumerWorker:
         self.dead_lettered = 0
         #: Messages passed over because no typed handler takes their event type.
         self.ignored = 0
+        #: Envelopes decoded, by event type: what this worker really read (a consumer that
+        #: needs a few types decodes only those; tests and benchmarks check it).
+        self.decoded: collections.Counter[str] = collections.Counter()
         #: The latest ``occurred_at`` among the events this worker has committed or skipped
         #: (None before the first): how far into the producer's time it has read. A consumer
         #: that lags is behind it (registration's casino idle expiry waits for it).
@@ -351,6 +355,7 @@ class ConsumerWorker:
         except DecodeError as exc:
             await self._dead_letter(message, None, f"undecodable envelope: {exc}", attempts=1)
             return
+        self.decoded[envelope.event_type] += 1
 
         # tenacity (the platform's one retry library): transient failures are retried until
         # they pass (or the worker stops), others at most ``max_attempts`` times in all.
@@ -403,6 +408,7 @@ class ConsumerWorker:
             return
         try:
             envelopes = [decode_envelope(m) for m in chunk]
+            self.decoded.update(e.event_type for e in envelopes)
             results = await self._in_thread(self._apply_batch_in_tx, envelopes)
         except Exception as exc:
             # Rolled back: apply one by one, with the retries and dead letters of handle().

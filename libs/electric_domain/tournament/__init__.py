@@ -45,7 +45,7 @@ from electric_domain.tournament.fairness import (
 )
 from electric_domain.tournament.preaction import PreAction
 from electric_domain.tournament.state import Deadline, Result, TournamentState
-from electric_domain.tournament.view import PlayerView, SeatView
+from electric_domain.tournament.view import PlayerView, Progress, SeatView
 
 __all__ = [
     "Act",
@@ -61,6 +61,7 @@ __all__ = [
     "NotAllowedNow",
     "PlayerView",
     "PreAction",
+    "Progress",
     "RejectReason",
     "Rejected",
     "Result",

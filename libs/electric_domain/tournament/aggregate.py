@@ -75,9 +75,11 @@ from electric_domain.tournament.state import (
 )
 from electric_domain.tournament.view import (
     PlayerView,
+    Progress,
     SeatPrivate,
     SeatView,
     player_view,
+    progress,
     seat_private,
 )
 
@@ -492,6 +494,10 @@ class Tournament(HandFlow):
     def view(self, seat: int | None, at: int) -> PlayerView:
         """``seat``'s private view at ``at`` (None: an observer); see `view.player_view`."""
         return player_view(self, seat, at)
+
+    def progress(self) -> Progress:
+        """What a My Tables row shows of this table now (`view.progress`)."""
+        return progress(self)
 
     def seat_private(self, seat: int) -> SeatPrivate:
         """``seat``'s own part of its view, beside the public one (``view(None, at)``)."""

@@ -122,6 +122,33 @@ class SeatPrivate:
     pre_action: pa.Selection | None
 
 
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """What a player's My Tables row shows of the table (issue 26): the hand number, each
+    seat's stack (chips behind during a hand, as in the view; the stack between hands), and
+    the running turn's seat and deadline (None between turns). Equal progress: nothing a
+    My Tables row shows changed."""
+
+    hand_no: int
+    stacks: tuple[int, ...]
+    turn_seat: int | None
+    turn_deadline: int | None
+
+
+def progress(t: Tournament) -> Progress:
+    """``t``'s :class:`Progress` now (cheap: no view is built)."""
+    st = t.state
+    live = t.hand_live()
+    behind = t.port.stacks(st.hand) if live else {}
+    turn = st.turn if live else None
+    return Progress(
+        hand_no=st.hand_no,
+        stacks=tuple(behind.get(i, s.stack) for i, s in enumerate(st.seats)),
+        turn_seat=turn.seat if turn is not None else None,
+        turn_deadline=turn.deadline if turn is not None else None,
+    )
+
+
 def seat_private(t: Tournament, seat: int) -> SeatPrivate:
     """``seat``'s own part of its view (module doc); it does not depend on the time."""
     st = t.state

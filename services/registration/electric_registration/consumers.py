@@ -7,24 +7,21 @@ whose turn and until when) and the per-seat progress (``store.progress``: stack,
 prize) of registration's own tables:
 
 - TableStarted → running; every seat gets the starting stack;
-- HandStarted → the hand number (only forward), running, the stacks, nobody's turn;
-- BlindPosted / ActionTaken → the seat's stack goes down by the chips it put in; an action
-  ends the turn;
-- TurnStarted → the seat to act and its deadline; TimeoutApplied with a deadline (the time
-  bank started) → the new deadline;
-- HandEngineEvent ``UncalledBetReturned`` → the seat's stack goes up by the chips returned;
-- PotAwarded → each winner's stack goes up by what it won;
-- HandEnded → the stacks after the hand (authoritative), nobody's turn;
+- TableProgress → the hand number (only forward), every seat's stack, whose turn and until
+  when: the table's summary of each append that changed any of them (issue 26);
 - PlayerEliminated → the seat is out at its place;
 - TournamentFinished → finished; every player's place and prize (the final snapshot).
 
-The applied-record and the row updates commit together (``IdempotentConsumer``), so a
-redelivered event changes nothing. Other event types are passed over unrecorded (by their
-header, before any decoding). Players at the table are notified after the commit.
+Registration decodes no per-action event (blinds, actions, turns, timeouts, cards, pots):
+the worker passes over every other event type by its header, before any decoding, on Kafka
+and on the in-process bus alike. The applied-record and the row updates commit together
+(``IdempotentConsumer``), so a redelivered event changes nothing (a TableProgress holds
+absolute values: applying one twice is applying it once). Players at the table are notified
+after the commit.
 
-Throughput (issues 16 and 18, docs/chaos.md): the table topic carries every action of every
-table, so the worker applies up to :data:`BATCH_SIZE` events of a poll in one transaction
-(one applied-record insert, one commit), and the players of a table are read once per
+Throughput (issues 16 and 18, docs/chaos.md): the worker applies up to :data:`BATCH_SIZE`
+events of a poll in one transaction (one applied-record insert, one commit); a table's
+progress is written once per transaction (its latest), and its players are read once per
 transaction, not once per event.
 """
 
@@ -46,8 +43,6 @@ SOURCE_TOPIC = topic_for("table")
 #: Table events applied per transaction (``ConsumerWorker.batch_size``); a poll returns at
 #: most 500 messages, and a failing batch is re-applied event by event.
 BATCH_SIZE = 200
-#: HandEngineEvent kind of an uncalled bet given back to its seat.
-UNCALLED_BET_RETURNED = "UncalledBetReturned"
 
 
 def _at(envelope: Envelope) -> datetime:
@@ -59,7 +54,7 @@ class TableStatusConsumer:
 
     def __init__(self, engine: Engine, bus: EventBus, notify: Callable[[set[str]], None]) -> None:
         self._notify = notify
-        # Stack moves and turns are held back and written once per table per batch.
+        # A table's progress is held back and written once per table per batch.
         self._pending = progress.PendingProgress()
         self.worker = ConsumerWorker(
             engine=engine,
@@ -73,14 +68,7 @@ class TableStatusConsumer:
         self._players_tx: Connection | None = None
         self._players_of: dict[str, set[str]] = {}
         self.worker.on(table_events.TableStarted, self._table_started)
-        self.worker.on(table_events.HandStarted, self._hand_started)
-        self.worker.on(table_events.BlindPosted, self._blind_posted)
-        self.worker.on(table_events.TurnStarted, self._turn_started)
-        self.worker.on(table_events.TimeoutApplied, self._timeout_applied)
-        self.worker.on(table_events.HandEngineEvent, self._engine_event)
-        self.worker.on(table_events.ActionTaken, self._action_taken)
-        self.worker.on(table_events.PotAwarded, self._pot_awarded)
-        self.worker.on(table_events.HandEnded, self._hand_ended)
+        self.worker.on(table_events.TableProgress, self._progress)
         self.worker.on(table_events.PlayerEliminated, self._eliminated)
         self.worker.on(table_events.TournamentFinished, self._finished)
 
@@ -110,7 +98,7 @@ class TableStatusConsumer:
     ) -> AfterCommit | None:
         known = seating.table_running(conn, started.table_id)
         if known:
-            self._pending.drop(conn, started.table_id)
+            self._pending.flush(conn, started.table_id)  # in order before the seats
             for s in started.seats:
                 progress.seat(
                     conn,
@@ -122,72 +110,26 @@ class TableStatusConsumer:
                 )
         return self._notify_players(conn, started.table_id, known)
 
-    def _hand_started(
-        self, conn: Connection, envelope: Envelope, hand: table_events.HandStarted
+    def _progress(
+        self, conn: Connection, envelope: Envelope, summary: table_events.TableProgress
     ) -> AfterCommit | None:
-        known = seating.hand_started(conn, hand.table_id, hand.hand_number)
-        if known:
-            self._pending.drop(conn, hand.table_id)  # the stacks below replace them
-            progress.set_stacks(
-                conn, hand.table_id, [(s.seat, s.stack) for s in hand.stacks], _at(envelope)
-            )
-            self._pending.set_turn(conn, hand.table_id, 0, None)
-        return self._notify_players(conn, hand.table_id, known)
-
-    def _blind_posted(
-        self, conn: Connection, envelope: Envelope, blind: table_events.BlindPosted
-    ) -> AfterCommit | None:
-        self._pending.add_stack(conn, blind.table_id, blind.seat, -blind.amount, _at(envelope))
-        return None  # the stack is shown with the next turn; no wake-up per blind
-
-    def _turn_started(
-        self, conn: Connection, envelope: Envelope, turn: table_events.TurnStarted
-    ) -> AfterCommit | None:
-        deadline = turn.deadline.ToDatetime(tzinfo=UTC) if turn.HasField("deadline") else None
-        self._pending.set_turn(conn, turn.table_id, turn.seat, deadline)
-        return self._notify_players(conn, turn.table_id)
-
-    def _timeout_applied(
-        self, conn: Connection, envelope: Envelope, timeout: table_events.TimeoutApplied
-    ) -> AfterCommit | None:
-        if not timeout.HasField("deadline"):
-            return None  # the action timer ran out for good: an action follows
-        deadline = timeout.deadline.ToDatetime(tzinfo=UTC)
-        self._pending.set_turn(conn, timeout.table_id, timeout.seat, deadline)
-        return self._notify_players(conn, timeout.table_id)
-
-    def _engine_event(
-        self, conn: Connection, envelope: Envelope, step: table_events.HandEngineEvent
-    ) -> AfterCommit | None:
-        if step.kind == UNCALLED_BET_RETURNED and step.seat and step.amount:
-            self._pending.add_stack(conn, step.table_id, step.seat, step.amount, _at(envelope))
-        return None
-
-    def _action_taken(
-        self, conn: Connection, envelope: Envelope, action: table_events.ActionTaken
-    ) -> AfterCommit | None:
-        self._pending.add_stack(
-            conn, action.table_id, action.seat, -action.amount_added, _at(envelope)
+        deadline = (
+            summary.turn_deadline.ToDatetime(tzinfo=UTC)
+            if summary.HasField("turn_deadline")
+            else None
         )
-        self._pending.set_turn(conn, action.table_id, 0, None)
-        return self._notify_players(conn, action.table_id)
-
-    def _pot_awarded(
-        self, conn: Connection, envelope: Envelope, pot: table_events.PotAwarded
-    ) -> AfterCommit | None:
-        for w in pot.winners:
-            self._pending.add_stack(conn, pot.table_id, w.seat, w.amount, _at(envelope))
-        return None  # HandEnded follows
-
-    def _hand_ended(
-        self, conn: Connection, envelope: Envelope, ended: table_events.HandEnded
-    ) -> AfterCommit | None:
-        self._pending.drop(conn, ended.table_id)  # the stacks below replace them
-        progress.set_stacks(
-            conn, ended.table_id, [(s.seat, s.stack) for s in ended.stacks], _at(envelope)
+        self._pending.set(
+            conn,
+            summary.table_id,
+            progress.TableProgress(
+                hand_number=summary.hand_number,
+                stacks=tuple((s.seat, s.stack) for s in summary.stacks),
+                turn_seat=summary.turn_seat,
+                turn_deadline=deadline,
+                at=_at(envelope),
+            ),
         )
-        self._pending.set_turn(conn, ended.table_id, 0, None)
-        return self._notify_players(conn, ended.table_id)
+        return self._notify_players(conn, summary.table_id)
 
     def _eliminated(
         self, conn: Connection, envelope: Envelope, out: table_events.PlayerEliminated

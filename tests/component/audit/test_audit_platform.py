@@ -51,7 +51,7 @@ async def test_verify_passes_on_a_real_run_and_locates_a_tamper(
     assert int(str(result["chains"]["checked"])) > 50
     assert int(str(result["decks"]["checked"])) >= 1
     assert all(r["failed"] == 0 for r in result.values())
-    for check in ("multipliers", "prizes", "credited-once", "ledger"):
+    for check in ("multipliers", "prizes", "credited-once", "ledger", "progress"):
         assert int(str(result[check]["checked"])) >= 1, check
 
     code = main(["events", "--store", urls["table"], "--type", "HandEnded", "--json"])

@@ -221,7 +221,9 @@ async def test_my_tables_follow_the_table_topic_and_watch_pushes(stack: Stack) -
             table_id,
             table_events.TableStarted(table_id=table_id),
             table_events.HandStarted(table_id=table_id, hand_number=1, button_seat=1),
+            table_events.TableProgress(table_id=table_id, hand_number=1),
             table_events.HandStarted(table_id=table_id, hand_number=2, button_seat=2),
+            table_events.TableProgress(table_id=table_id, hand_number=2),
         )
 
         async def hand_two() -> object:
@@ -230,8 +232,8 @@ async def test_my_tables_follow_the_table_topic_and_watch_pushes(stack: Stack) -
 
         snap = await eventually(hand_two)
         assert snap.tables[0].status_text == "Hand 2"
-        # A redelivered old HandStarted never moves the hand back.
-        await fake.redeliver("electric.table.v1.HandStarted")
+        # A redelivered old summary never moves the hand back.
+        await fake.redeliver("electric.table.v1.TableProgress")
         await fake.emit(
             table_id,
             finished_event(

@@ -199,19 +199,35 @@ async def _seated_table(stack: Stack, players: tuple[str, ...]) -> tuple[str, di
 
 
 def _table_and_hand_started(table_id: str, seats: dict[str, int]) -> list[Message]:
-    """The table's TableStarted and HandStarted (hand 1, 1,500 chips a seat)."""
+    """The table's TableStarted and the summary of the first deal (hand 1, 1,500 chips a
+    seat, nobody's turn yet)."""
     return [
         table_events.TableStarted(
             table_id=table_id,
             starting_stack=1500,
             seats=[tournament_pb2.SeatAssignment(seat=s, player_id=p) for p, s in seats.items()],
         ),
-        table_events.HandStarted(
-            table_id=table_id,
-            hand_number=1,
-            stacks=[table_events.SeatStack(seat=s, stack=1500) for s in seats.values()],
-        ),
+        _progress(table_id, 1, {s: 1500 for s in seats.values()}),
     ]
+
+
+def _progress(
+    table_id: str,
+    hand: int,
+    stacks: dict[int, int],
+    turn_seat: int = 0,
+    deadline: datetime | None = None,
+) -> table_events.TableProgress:
+    """A TableProgress, the table's summary of an append (what My Tables reads)."""
+    summary = table_events.TableProgress(
+        table_id=table_id,
+        hand_number=hand,
+        stacks=[table_events.SeatStack(seat=s, stack=x) for s, x in sorted(stacks.items())],
+        turn_seat=turn_seat,
+    )
+    if deadline is not None:
+        summary.turn_deadline.CopyFrom(timestamp(deadline))
+    return summary
 
 
 async def test_my_tables_shows_turn_deadline_stack_and_place(stack: Stack) -> None:
@@ -223,10 +239,12 @@ async def test_my_tables_shows_turn_deadline_stack_and_place(stack: Stack) -> No
         await fake.emit(
             table_id,
             *_table_and_hand_started(table_id, seats),
+            # The per-action events come too (passed over unread), then the append's summary.
             table_events.BlindPosted(table_id=table_id, hand_number=1, seat=s1, amount=10),
             table_events.TurnStarted(
                 table_id=table_id, hand_number=1, seat=s1, deadline=timestamp(deadline)
             ),
+            _progress(table_id, 1, {s1: 1490, s2: 1500, s3: 1500}, s1, deadline),
         )
 
         async def my_turn() -> registration_pb2.MyTable | None:
@@ -251,6 +269,7 @@ async def test_my_tables_shows_turn_deadline_stack_and_place(stack: Stack) -> No
                 kind=table_events.TIMEOUT_KIND_TIME_BANK_STARTED,
                 deadline=timestamp(later),
             ),
+            _progress(table_id, 1, {s1: 1490, s2: 1500, s3: 1500}, s1, later),
         )
 
         async def extended() -> registration_pb2.MyTable | None:
@@ -280,6 +299,7 @@ async def test_my_tables_shows_turn_deadline_stack_and_place(stack: Stack) -> No
             table_events.PlayerEliminated(
                 table_id=table_id, hand_number=1, seat=s3, player_id="m3", finishing_place=3
             ),
+            _progress(table_id, 1, {s1: 1470, s2: 1575, s3: 0}),
         )
 
         async def acted() -> registration_pb2.MyTable | None:
@@ -289,8 +309,8 @@ async def test_my_tables_shows_turn_deadline_stack_and_place(stack: Stack) -> No
         t = await eventually(acted)
         assert t.turn_seat == 0
 
-        # The projection applies the batch event by event: m1's view can show the call
-        # before the pot award and the elimination reach m2 and m3.
+        # The elimination and the summary may be applied in separate batches: m1's view can
+        # show the call before the elimination reaches m3.
         async def awarded() -> registration_pb2.MyTable | None:
             [won] = await stack.my_tables("m2")
             return won if won.my_stack == 1575 else None
@@ -313,6 +333,7 @@ async def test_my_tables_shows_turn_deadline_stack_and_place(stack: Stack) -> No
                     table_events.SeatStack(seat=s2, stack=3100),
                 ],
             ),
+            _progress(table_id, 1, {s1: 1400, s2: 3100, s3: 0}),
         )
 
         async def resynced() -> registration_pb2.MyTable | None:
@@ -343,10 +364,12 @@ async def test_watch_my_tables_folds_a_burst_of_changes_into_few_snapshots(stack
         turns = 40
         loop = asyncio.get_running_loop()
         began = loop.time()
-        for k in range(turns):  # one turn per event, as a hand in play delivers them
+        stacks = dict.fromkeys(order, 1500)
+        for k in range(turns):  # one turn per append, as a hand in play delivers them
             await fake.emit(
                 table_id,
                 table_events.TurnStarted(table_id=table_id, hand_number=1, seat=order[k % 3]),
+                _progress(table_id, 1, stacks, order[k % 3]),
             )
             await asyncio.sleep(0.01)
         burst = loop.time() - began

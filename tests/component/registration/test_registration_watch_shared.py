@@ -16,6 +16,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
 from tests.component.registration.test_registration_screens import (
+    _progress,
     _seated_table,
     _table_and_hand_started,
 )
@@ -70,6 +71,7 @@ async def test_watchers_of_one_player_share_one_read_per_change(stack: Stack) ->
                 await fake.emit(
                     table_id,
                     table_events.TurnStarted(table_id=table_id, hand_number=1, seat=seat),
+                    _progress(table_id, 1, dict.fromkeys(order, 1500), seat),
                 )
                 await eventually(lambda seat=seat: all_see(seat))
                 await asyncio.sleep(0.3)  # past the watchers' least interval between reads

@@ -1,7 +1,7 @@
-"""The table-status consumer holds stack moves and turns back and writes them once per
-table per batch (``progress.PendingProgress``): whatever the order of moves, turns,
-absolute stacks and eliminations in a transaction, the rows end exactly as when every
-event is written as it comes (hypothesis, on SQLite)."""
+"""The table-status consumer holds each table's progress (``TableProgress``) back and writes
+the latest once per table per batch (``progress.PendingProgress``): whatever the order of
+progress summaries, eliminations and seatings in a transaction, the rows end exactly as when
+every event is written as it comes (hypothesis, on SQLite)."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def _reset(conn: Connection) -> None:
     for table_id in TABLES:
         for seat in SEATS:
             progress.seat(conn, table_id, seat, f"{table_id}-p{seat}", 500, T0)
-        progress.set_turn(conn, table_id, 0, None)
+        progress.set_progress(conn, {table_id: progress.TableProgress(0, (), 0, None, T0)})
 
 
 def _rows(conn: Connection) -> list[tuple[object, ...]]:
@@ -82,48 +82,50 @@ def _rows(conn: Connection) -> list[tuple[object, ...]]:
             p.c.table_id, p.c.seat
         )
     ).all()
+    c = t.tables.c
     turns = conn.execute(
-        select(t.tables.c.table_id, t.tables.c.turn_seat, t.tables.c.turn_deadline).order_by(
-            t.tables.c.table_id
-        )
+        select(c.table_id, c.turn_seat, c.turn_deadline, c.current_hand_number, c.status)
+        .where(c.table_id.in_(TABLES))
+        .order_by(c.table_id)
     ).all()
     return [tuple(r) for r in seats] + [tuple(r) for r in turns]
 
 
 table_ids = st.sampled_from(TABLES)
 seat_nos = st.sampled_from(SEATS)
+summaries = st.builds(
+    progress.TableProgress,
+    hand_number=st.integers(0, 9),
+    stacks=st.lists(st.integers(0, 900), min_size=3, max_size=3).map(
+        lambda xs: tuple(zip(SEATS, xs, strict=True))
+    ),
+    turn_seat=st.sampled_from((0, *SEATS)),
+    turn_deadline=st.one_of(st.none(), st.integers(0, 30).map(lambda s: T0 + timedelta(s))),
+    at=st.just(T0),
+)
 ops = st.one_of(
-    st.tuples(st.just("move"), table_ids, seat_nos, st.integers(-300, 300)),
-    st.tuples(st.just("turn"), table_ids, st.sampled_from((0, *SEATS)), st.integers(0, 30)),
-    st.tuples(st.just("stacks"), table_ids, st.lists(st.integers(0, 900), min_size=3, max_size=3)),
+    st.tuples(st.just("progress"), table_ids, summaries),
     st.tuples(st.just("out"), table_ids, seat_nos, st.integers(1, 3)),
+    st.tuples(st.just("seat"), table_ids, seat_nos),
 )
 
 
 def _apply(conn: Connection, op: tuple[object, ...], pending: progress.PendingProgress | None):
     kind, table_id = op[0], op[1]
     assert isinstance(table_id, str)
-    if kind == "move":
-        seat, delta = op[2], op[3]
-        assert isinstance(seat, int) and isinstance(delta, int)
+    if kind == "progress":
+        summary = op[2]
+        assert isinstance(summary, progress.TableProgress)
         if pending is None:
-            progress.add_stack(conn, table_id, seat, delta, T0)
+            progress.set_progress(conn, {table_id: summary})
         else:
-            pending.add_stack(conn, table_id, seat, delta, T0)
-    elif kind == "turn":
-        seat, secs = op[2], op[3]
-        assert isinstance(seat, int) and isinstance(secs, int)
-        deadline = None if seat == 0 else T0 + timedelta(seconds=secs)
-        if pending is None:
-            progress.set_turn(conn, table_id, seat, deadline)
-        else:
-            pending.set_turn(conn, table_id, seat, deadline)
-    elif kind == "stacks":
-        stacks = op[2]
-        assert isinstance(stacks, list)
+            pending.set(conn, table_id, summary)
+    elif kind == "seat":
+        seat = op[2]
+        assert isinstance(seat, int)
         if pending is not None:
-            pending.drop(conn, table_id)  # as the consumer does before absolute stacks
-        progress.set_stacks(conn, table_id, list(zip(SEATS, stacks, strict=True)), T0)
+            pending.flush(conn, table_id)  # as the consumer does at a TableStarted
+        progress.seat(conn, table_id, seat, f"{table_id}-p{seat}", 500, T0)
     else:
         seat, place = op[2], op[3]
         assert isinstance(seat, int) and isinstance(place, int)
@@ -156,7 +158,8 @@ def test_a_new_transaction_forgets_what_a_rolled_back_one_held(engine: Engine) -
     with engine.begin() as conn:
         _reset(conn)
     with engine.connect() as conn:
-        pending.add_stack(conn, "ta", 1, -100, T0)
+        stacks = ((1, 400), (2, 500), (3, 600))
+        pending.set(conn, "ta", progress.TableProgress(3, stacks, 2, None, T0))
         conn.rollback()
     with engine.begin() as conn:
         pending.flush(conn)

@@ -2,39 +2,43 @@
 current turn (``registration_tables.turn_seat`` / ``turn_deadline``): the projection behind
 My Tables and the Multi-Table Bar, fed by the table's events (:mod:`..consumers`).
 
-Stacks: set from TableStarted (starting stack), HandStarted and HandEnded (authoritative
-stacks), lowered by blinds, antes and actions, raised by pot awards and uncalled bets
-returned in between.
+Stacks, the hand number and the turn: set from TableStarted (starting stack) and from each
+TableProgress, the table's summary of an append (absolute values: the latest one wins).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import dataclasses
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Connection, bindparam, delete, insert, update
+from sqlalchemy import Connection, bindparam, case, delete, insert, update
 
 from electric_registration.store import tables as t
 
 _P = t.seat_progress
 
-# The per-action statements, built once with bound parameters: the consumer runs them for
-# every action of every table, and building them anew (and their cache keys) cost more
-# Python than executing them (issue 16 profile).
-_SEAT_ROW = (_P.c.table_id == bindparam("p_table"), _P.c.seat == bindparam("p_seat"))
-_ADD_STACK = (
-    update(_P)
-    .where(*_SEAT_ROW)
-    .values(stack=_P.c.stack + bindparam("p_delta"), updated_at=bindparam("p_at"))
-)
+# The statements run for each table of each consumer batch, built once with bound parameters
+# (building them anew, and their cache keys, cost more Python than executing them: issue 16).
 _SET_STACK = (
-    update(_P).where(*_SEAT_ROW).values(stack=bindparam("p_stack"), updated_at=bindparam("p_at"))
+    update(_P)
+    .where(_P.c.table_id == bindparam("p_table"), _P.c.seat == bindparam("p_seat"))
+    .values(stack=bindparam("p_stack"), updated_at=bindparam("p_at"))
 )
-_SET_TURN = (
+_T = t.tables.c
+_SET_TABLE = (
     update(t.tables)
-    .where(t.tables.c.table_id == bindparam("p_table"))
-    .values(turn_seat=bindparam("p_seat"), turn_deadline=bindparam("p_deadline"))
+    .where(_T.table_id == bindparam("p_table"))
+    .values(
+        # The hand number only moves forward; a table seen playing is running.
+        current_hand_number=case(
+            (_T.current_hand_number < bindparam("p_hand"), bindparam("p_hand")),
+            else_=_T.current_hand_number,
+        ),
+        status=case((_T.status == "filled", "running"), else_=_T.status),
+        turn_seat=bindparam("p_seat"),
+        turn_deadline=bindparam("p_deadline"),
+    )
 )
 
 
@@ -57,91 +61,80 @@ def seat(
     )
 
 
-def set_stacks(
-    conn: Connection, table_id: str, stacks: Iterable[tuple[int, int]], at: datetime
-) -> None:
-    """Authoritative stacks (seat, chips) of a hand boundary."""
-    rows = [
-        {"p_table": table_id, "p_seat": seat_no, "p_stack": stack, "p_at": at}
-        for seat_no, stack in stacks
+@dataclass(frozen=True)
+class TableProgress:
+    """A table's ``TableProgress`` as registration keeps it: the hand number, every seat's
+    stack (seat, chips), the seat to act (0: nobody) and its deadline, and when."""
+
+    hand_number: int
+    stacks: tuple[tuple[int, int], ...]
+    turn_seat: int
+    turn_deadline: datetime | None
+    at: datetime
+
+
+def set_progress(conn: Connection, progress: dict[str, TableProgress]) -> None:
+    """Write each table's progress: its row (hand number, turn) and its seats' stacks."""
+    if not progress:
+        return
+    conn.execute(
+        _SET_TABLE,
+        [
+            {
+                "p_table": table_id,
+                "p_hand": p.hand_number,
+                "p_seat": p.turn_seat,
+                "p_deadline": p.turn_deadline,
+            }
+            for table_id, p in progress.items()
+        ],
+    )
+    stacks = [
+        {"p_table": table_id, "p_seat": seat_no, "p_stack": stack, "p_at": p.at}
+        for table_id, p in progress.items()
+        for seat_no, stack in p.stacks
     ]
-    if rows:
-        conn.execute(_SET_STACK, rows)
-
-
-def add_stack(conn: Connection, table_id: str, seat_no: int, delta: int, at: datetime) -> None:
-    """Chips into (negative) or out of the pot for a seat."""
-    conn.execute(_ADD_STACK, {"p_table": table_id, "p_seat": seat_no, "p_delta": delta, "p_at": at})
-
-
-def set_turn(conn: Connection, table_id: str, seat_no: int, deadline: datetime | None) -> None:
-    """The seat asked to act (0 and None: nobody)."""
-    conn.execute(_SET_TURN, {"p_table": table_id, "p_seat": seat_no, "p_deadline": deadline})
+    if stacks:
+        conn.execute(_SET_STACK, stacks)
 
 
 class PendingProgress:
-    """Stack moves and turns of one transaction, coalesced per table and seat, written by
+    """The tables' progress of one transaction, the latest per table, written by
     :meth:`flush` before the commit (``ConsumerWorker(before_commit=...)``).
 
-    A batch of the table topic carries several actions of each busy table: each one moved
-    a stack and set the turn twice (the action clears it, the next turn sets it), one
-    UPDATE each. Held back, a table costs one UPDATE per seat whose stack moved and one for
-    its turn per batch. Writes that are not held back (absolute stacks, eliminations,
-    results) first :meth:`drop` or :meth:`flush` the table's pending moves, so every row
-    ends as if each event had been written in order.
+    A batch of the table topic carries several appends of each busy table, each with its
+    summary: held back, a table costs one UPDATE of its row and one per seat per batch.
+    Writes that are not held back (seats at the start, eliminations, results) first
+    :meth:`flush` the table's pending progress, so every row ends as if each event had been
+    written in order.
     """
 
     def __init__(self) -> None:
         self._conn: Connection | None = None
-        self._stacks: dict[tuple[str, int], tuple[int, datetime]] = {}
-        self._turns: dict[str, tuple[int, datetime | None]] = {}
+        self._held: dict[str, TableProgress] = {}
 
     def _of(self, conn: Connection) -> None:
         if self._conn is not conn:  # a new transaction: what a rolled-back one held is gone
-            self._conn, self._stacks, self._turns = conn, {}, {}
+            self._conn, self._held = conn, {}
 
-    def add_stack(
-        self, conn: Connection, table_id: str, seat_no: int, delta: int, at: datetime
-    ) -> None:
-        """:func:`add_stack`, held back."""
+    def set(self, conn: Connection, table_id: str, progress: TableProgress) -> None:
+        """The table's progress, held back (the last one of the transaction wins, but the
+        hand number only moves forward, as in the row)."""
         self._of(conn)
-        key = (table_id, seat_no)
-        held = self._stacks.get(key)
-        self._stacks[key] = ((held[0] if held else 0) + delta, at)
-
-    def set_turn(
-        self, conn: Connection, table_id: str, seat_no: int, deadline: datetime | None
-    ) -> None:
-        """:func:`set_turn`, held back (the last one of the transaction wins)."""
-        self._of(conn)
-        self._turns[table_id] = (seat_no, deadline)
-
-    def drop(self, conn: Connection, table_id: str) -> None:
-        """Forget the table's held stack moves: absolute stacks are written next."""
-        self._of(conn)
-        for key in [k for k in self._stacks if k[0] == table_id]:
-            del self._stacks[key]
+        held = self._held.get(table_id)
+        if held is not None and held.hand_number > progress.hand_number:
+            progress = dataclasses.replace(progress, hand_number=held.hand_number)
+        self._held[table_id] = progress
 
     def flush(self, conn: Connection, table_id: str | None = None) -> None:
         """Write what is held (for ``table_id`` only, or everything) and forget it."""
         self._of(conn)
-        stacks = [k for k in self._stacks if table_id is None or k[0] == table_id]
-        moves = [
-            {"p_table": k[0], "p_seat": k[1], "p_delta": d, "p_at": at}
-            for k in stacks
-            for d, at in (self._stacks.pop(k),)
-            if d
-        ]
-        if moves:
-            conn.execute(_ADD_STACK, moves)
-        tables = [k for k in self._turns if table_id is None or k == table_id]
-        turns = [
-            {"p_table": k, "p_seat": seat, "p_deadline": deadline}
-            for k in tables
-            for seat, deadline in (self._turns.pop(k),)
-        ]
-        if turns:
-            conn.execute(_SET_TURN, turns)
+        if table_id is None:
+            held, self._held = self._held, {}
+        else:
+            one = self._held.pop(table_id, None)
+            held = {} if one is None else {table_id: one}
+        set_progress(conn, held)
 
 
 def eliminated(conn: Connection, table_id: str, seat_no: int, place: int, at: datetime) -> None:

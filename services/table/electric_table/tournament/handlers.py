@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from electric.eventlog.v1.envelope_pb2 import Envelope
+from electric.table.v1 import events_pb2 as tev
 from electric_domain.tournament import Rejected, ShowSettings, Tick
 from electric_domain.tournament import events as dev
 from electric_domain.tournament.events import (
@@ -195,6 +196,14 @@ class TableHandlers:
             prize_pool_cents=t.state.prize_pool_cents,
             buy_in_cents=t.state.buy_in_cents,
         )
+        # Registration's My Tables follows this summary, not the per-action events. It is
+        # the append's last event, but for a TournamentFinished: that stays the stream's last.
+        progress = t.progress() if mapped else rt.progress
+        summary_at: int | None = None
+        if progress is not None and progress != rt.progress:
+            finishes = isinstance(mapped[-1].message, tev.TournamentFinished)
+            summary_at = len(mapped) - 1 if finishes else len(mapped)
+            mapped.insert(summary_at, mapping.progress_proto(progress, rt.info))
         expected = rt.version
         new_version = expected + len(mapped)
         manager = self.manager
@@ -285,11 +294,14 @@ class TableHandlers:
         for k, m in enumerate(mapped, start=expected + 1):
             rt.story.feed(k, m.message)
         rt.version = new_version
+        rt.progress = progress
         if request is not None:
             done = repo.RequestRow(request.rpc, code, message, new_version)
             rt.requests[(request.player_id, request.request_id)] = done
         if stored:
-            rt.last_event_id = stored[-1].event_id
+            # The cause of what follows is the table's own latest event, not the summary.
+            last = len(stored) - (2 if summary_at == len(stored) - 1 else 1)
+            rt.last_event_id = stored[last].event_id
             if any(isinstance(e, dev.TurnStarted) for e in events):
                 rt.turn_cause = stored[0].event_id
         manager.metrics.observe(events, t.state.started_at)

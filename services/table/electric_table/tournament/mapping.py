@@ -19,6 +19,7 @@ from electric.table.v1 import events_pb2 as tev
 from electric.table.v1 import table_pb2
 from electric_clients.convert import ms_duration, ms_timestamp, usd
 from electric_domain.holdem.moves import Move
+from electric_domain.tournament import Progress
 from electric_domain.tournament import events as dev
 from electric_domain.tournament.hand_port import HandFact
 from electric_domain.tournament.preaction import PreAction
@@ -38,6 +39,7 @@ __all__ = [
     "TableInfo",
     "decode_record",
     "domain_of",
+    "progress_proto",
     "to_protos",
 ]
 
@@ -61,6 +63,9 @@ MOVE_TO_PROTO = {
     Move.ALL_IN: table_pb2.ACTION_TYPE_ALL_IN,
 }
 MOVE_FROM_PROTO = {v: k for k, v in MOVE_TO_PROTO.items()}
+
+#: `Mapped.domain_type` of a `TableProgress` (it has no domain event).
+PROGRESS_TYPE = "TableProgress"
 
 _CAUSE = {
     dev.Cause.PLAYER: tev.ACTION_SOURCE_PLAYER,
@@ -139,6 +144,20 @@ def to_protos(
             raise codec.CodecError(f"no table event for {type(e).__name__}")
         out.append(Mapped(build(e, batch), codec.type_tag(e)))
     return out
+
+
+def progress_proto(progress: Progress, info: TableInfo) -> Mapped:
+    """The `TableProgress` summing up an append (proto doc): no domain record (a summary of
+    the state, not a replay source)."""
+    msg = tev.TableProgress(
+        table_id=info.table_id,
+        hand_number=progress.hand_no,
+        stacks=_stacks(info, progress.stacks),
+        turn_seat=0 if progress.turn_seat is None else info.no(progress.turn_seat),
+    )
+    if progress.turn_deadline is not None:
+        msg.turn_deadline.CopyFrom(ms_timestamp(progress.turn_deadline))
+    return Mapped(msg, PROGRESS_TYPE)
 
 
 def _blind_level(level: int, sb: int, bb: int, ante: int, level_ms: int) -> Any:

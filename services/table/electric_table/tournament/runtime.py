@@ -24,7 +24,7 @@ from typing import Any
 from electric.eventlog.v1.envelope_pb2 import Envelope
 from electric.table.v1 import events_pb2 as tev
 from electric.table.v1 import table_pb2
-from electric_domain.tournament import Tournament, TournamentConfig, default_config
+from electric_domain.tournament import Progress, Tournament, TournamentConfig, default_config
 from electric_domain.tournament import events as dev
 from electric_eventlog import EventStore
 from electric_eventlog.engine import reading
@@ -124,6 +124,10 @@ class TableRuntime:
     #: shared by every watcher of the table; and how many were built (tests, benchmarks).
     public: tuple[int, table_pb2.TableView] | None = None
     views_built: int = 0
+    #: What My Tables shows of the table as of the last append (``Tournament.progress``):
+    #: an append that changes it ends with a ``TableProgress`` (issue 26). Set from the
+    #: replayed state when the table is rebuilt; None before (the first append has one).
+    progress: Progress | None = None
 
     def seat_of(self, player_id: str) -> int | None:
         """0-based domain seat of ``player_id`` (None when not seated here)."""
@@ -400,11 +404,12 @@ class TableManager(LiveTables[TableRuntime]):
             version=int(envelopes[-1].stream_version),
             story=story,
             correlation_id=envelopes[0].correlation_id,
-            last_event_id=envelopes[-1].event_id,
+            last_event_id=last_event_id(envelopes),
             turn_cause=turn_cause(envelopes),
             requests=requests,
         )
         rt.last_event_type = envelopes[-1].event_type
+        rt.progress = rt.tournament.progress()
         return rt
 
     async def reload(self, rt: TableRuntime) -> None:
@@ -439,6 +444,13 @@ class TableManager(LiveTables[TableRuntime]):
             handle.cancel()
         self._releases.clear()
         await super().close()
+
+
+def last_event_id(envelopes: Sequence[Envelope]) -> str:
+    """Id of the stream's latest event other than a ``TableProgress`` (a summary causes
+    nothing)."""
+    summary = tev.TableProgress.DESCRIPTOR.full_name
+    return next((e.event_id for e in reversed(envelopes) if e.event_type != summary), "")
 
 
 def turn_cause(envelopes: Sequence[Envelope]) -> str:
