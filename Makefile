@@ -147,11 +147,11 @@ e2e-fencing: setup
 
 ## Behaviour kept (issue 25 item 7, docs/testing.md "Side by side"): make side-by-side BASE=<rev>
 ## [SIDE_BY_SIDE_ARGS="--seed 2 --tournaments 20 ..."]. The same seeded tournaments, THB and UTH
-## rounds on BASE (a temporary git worktree, default 56238b2) and on this tree, each tree's code in
+## rounds on BASE (a temporary git worktree, default 0b7b33e) and on this tree, each tree's code in
 ## its own process; published events, player views and audits compared, the base's stores replayed
 ## by both; a table of counts, the first difference of each part that differs; exit 1 on any.
 side-by-side: setup
-	nice -n 10 $(BIN)/python -u -m tools.side_by_side --base $(or $(BASE),56238b2) $(SIDE_BY_SIDE_ARGS)
+	nice -n 10 $(BIN)/python -u -m tools.side_by_side --base $(or $(BASE),0b7b33e) $(SIDE_BY_SIDE_ARGS)
 
 chaos: setup
 	nice -n 10 $(BIN)/python -u -m tests.chaos --seed $(or $(SEED),1) \

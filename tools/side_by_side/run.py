@@ -30,7 +30,7 @@ from tqdm import tqdm
 from tools.side_by_side import compare, trees
 
 #: The last commit before issue 25's refactors (the apps move, 24150c4, is its child).
-DEFAULT_BASE = "56238b2"
+DEFAULT_BASE = "0b7b33e"
 
 
 @dataclass
