@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -23,8 +23,9 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from sqlalchemy import Engine
 
 from electric_registration import cancellation, profiles, views
+from electric_registration.bars import Bars
 from electric_registration.errors import service_error
-from electric_registration.notify import Notifier, SharedReads
+from electric_registration.notify import Notifier, Notify
 from electric_registration.registrar import Registrar
 from electric_registration.store import repo
 from electric_registration.wallet_work import WalletWork
@@ -89,7 +90,7 @@ class RegistrationApi(registration_pb2_grpc.RegistrationServiceServicer):
         notifier: Notifier,
         store: EventStore | None = None,
         work: WalletWork | None = None,
-        notify: Callable[[Iterable[str]], None] | None = None,
+        notify: Notify | None = None,
         watch_min_interval: float = WATCH_MIN_INTERVAL_SECONDS,
     ) -> None:
         """``notify``: wakes the streams of players after a change (default the notifier's
@@ -100,8 +101,9 @@ class RegistrationApi(registration_pb2_grpc.RegistrationServiceServicer):
         self._stopping = stopping
         self._registrar = registrar
         self._notifier = notifier
-        #: WatchMyTables reads in flight, shared by the watchers of one player (issue 26).
-        self._watch_reads: SharedReads[list[repo.MyTableRow]] = SharedReads()
+        #: The watched players' bars: shared by a player's watchers, moved on by the tables'
+        #: progress with no read (issue 26, :mod:`.bars`).
+        self.bars = Bars(notifier, config, poll_seconds=WATCH_POLL_SECONDS)
         self._notify = notify or notifier.notify
         self._config = config
         self._store = store or registrar.store
@@ -190,12 +192,11 @@ class RegistrationApi(registration_pb2_grpc.RegistrationServiceServicer):
                         return
                 read_at = loop.time()
                 wake.clear()
-                # Watchers of this player woken by the same change share one read.
-                generation = self._notifier.generation(player)
+                # One bar per player and filter, shared by its watchers: moved on by the
+                # tables' progress, read again on any other change (bars.py).
                 since = utc_now() - RECENTLY_ENDED if recent else None
-                rows = await self._watch_reads.read(
+                tables = await self.bars.tables(
                     (player, statuses, recent),
-                    generation,
                     functools.partial(
                         asyncio.to_thread,
                         self._read_my_tables,
@@ -206,7 +207,6 @@ class RegistrationApi(registration_pb2_grpc.RegistrationServiceServicer):
                         ended_since=since,
                     ),
                 )
-                tables = [views.my_table(r, self._config) for r in rows]
                 if last is None or tables != last:
                     last = tables
                     as_of = Timestamp()
@@ -224,7 +224,8 @@ class RegistrationApi(registration_pb2_grpc.RegistrationServiceServicer):
                     for w in waiters:
                         w.cancel()
         finally:
-            self._notifier.unsubscribe(player, wake)
+            if self._notifier.unsubscribe(player, wake):
+                self.bars.drop(player)
 
     async def GetPlayerSettings(
         self, request: registration_pb2.GetPlayerSettingsRequest, context: Any

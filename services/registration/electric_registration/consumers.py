@@ -27,7 +27,6 @@ transaction, not once per event.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime
 
 from electric.eventlog.v1.envelope_pb2 import Envelope
@@ -36,6 +35,7 @@ from electric_eventlog import ConsumerWorker, EventBus, IdempotentConsumer, topi
 from electric_eventlog.consumer import AfterCommit
 from sqlalchemy import Connection, Engine
 
+from electric_registration.notify import Notify, TableMoved
 from electric_registration.store import progress, repo, seating
 
 CONSUMER_NAME = "registration.table-status"
@@ -52,7 +52,7 @@ def _at(envelope: Envelope) -> datetime:
 class TableStatusConsumer:
     """The table-status handlers on one ``ConsumerWorker`` (run it with ``worker.run``)."""
 
-    def __init__(self, engine: Engine, bus: EventBus, notify: Callable[[set[str]], None]) -> None:
+    def __init__(self, engine: Engine, bus: EventBus, notify: Notify) -> None:
         self._notify = notify
         # A table's progress is held back and written once per table per batch.
         self._pending = progress.PendingProgress()
@@ -118,18 +118,25 @@ class TableStatusConsumer:
             if summary.HasField("turn_deadline")
             else None
         )
+        moved = TableMoved(
+            table_id=summary.table_id,
+            hand_number=summary.hand_number,
+            stacks=tuple((s.seat, s.stack) for s in summary.stacks),
+            turn_seat=summary.turn_seat,
+            turn_deadline=deadline,
+        )
         self._pending.set(
             conn,
             summary.table_id,
             progress.TableProgress(
-                hand_number=summary.hand_number,
-                stacks=tuple((s.seat, s.stack) for s in summary.stacks),
-                turn_seat=summary.turn_seat,
-                turn_deadline=deadline,
-                at=_at(envelope),
+                moved.hand_number, moved.stacks, moved.turn_seat, deadline, _at(envelope)
             ),
         )
-        return self._notify_players(conn, summary.table_id)
+        players = self._players(conn, summary.table_id)
+        if not players:
+            return None
+        # The watchers' bars move on from this summary itself, with no read (bars.py).
+        return lambda: self._notify(players, moved)
 
     def _eliminated(
         self, conn: Connection, envelope: Envelope, out: table_events.PlayerEliminated

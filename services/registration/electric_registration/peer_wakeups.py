@@ -35,7 +35,7 @@ from typing import Any
 
 from sqlalchemy import Engine, text
 
-from electric_registration.notify import Notifier
+from electric_registration.notify import Notifier, Notify, TableMoved
 
 log = logging.getLogger(__name__)
 
@@ -79,11 +79,12 @@ class PeerWakeups:
         self._threads: list[threading.Thread] = []
         self.listening = threading.Event()  # set once LISTEN is in place (tests)
 
-    def notify(self, players: Iterable[str]) -> None:
+    def notify(self, players: Iterable[str], moved: TableMoved | None = None) -> None:
         """Wake this instance's streams of ``players`` and announce them to the peers
-        (thread-safe, never blocks)."""
+        (thread-safe, never blocks). ``moved`` moves this instance's bars on with no read;
+        the peers, told only the players, read."""
         wanted = list(players)
-        self.notifier.notify(wanted)
+        self.notifier.notify(wanted, moved)
         if wanted:
             self._outbox.put(wanted)
 
@@ -162,7 +163,7 @@ class PeerWakeups:
 
 def peer_wakeups(
     engine: Engine, notifier: Notifier, instance_id: str
-) -> tuple[Callable[[Iterable[str]], None], PeerWakeups | None]:
+) -> tuple[Notify, PeerWakeups | None]:
     """The ``notify`` the handlers call, and the :class:`PeerWakeups` behind it on
     PostgreSQL (None on SQLite, where ``notify`` is the notifier's own)."""
     if engine.dialect.name != "postgresql":
