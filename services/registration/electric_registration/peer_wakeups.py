@@ -16,6 +16,11 @@ listens to it and wakes its own streams of those players.
   PostgreSQL's 8,000 bytes), so a handler on the event loop never waits for the database.
 - **Not to itself.** A payload names its instance; an instance skips its own (it woke its
   streams already).
+- **Moves too.** A change that only moved a table on is announced with the move itself
+  (``"m"``), so a peer moves its watchers' bars on with no read, as the instance that
+  applied it does (:mod:`.bars`). Changes that need a read are merged when they come in a
+  row; a move keeps its place among them (a move sent after a later change would move a
+  peer's bar back).
 - **Best effort.** A lost announcement (database restart, listener reconnecting) costs the
   2 s re-read, as before; both threads reconnect, backing off.
 
@@ -31,6 +36,7 @@ import logging
 import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Engine, text
@@ -44,24 +50,75 @@ CHANNEL = "electric_registration_players"
 PLAYERS_PER_PAYLOAD = 60
 
 
-def payloads(instance_id: str, players: Iterable[str]) -> Iterator[str]:
-    """JSON payloads ``{"i": instance, "p": [players]}`` of at most ``PLAYERS_PER_PAYLOAD``."""
+def payloads(
+    instance_id: str, players: Iterable[str], moved: TableMoved | None = None
+) -> Iterator[str]:
+    """JSON payloads ``{"i": instance, "p": [players]}`` of at most ``PLAYERS_PER_PAYLOAD``,
+    with ``"m"``: the move when all the change did was move that table on (a peer moves its
+    bars on with no read, as this instance does)."""
     unique = sorted(set(players))
+    extra = {} if moved is None else {"m": _move_json(moved)}
     for start in range(0, len(unique), PLAYERS_PER_PAYLOAD):
         chunk = unique[start : start + PLAYERS_PER_PAYLOAD]
-        yield json.dumps({"i": instance_id, "p": chunk}, separators=(",", ":"))
+        yield json.dumps({"i": instance_id, "p": chunk, **extra}, separators=(",", ":"))
+
+
+def _move_json(moved: TableMoved) -> dict[str, Any]:
+    deadline = moved.turn_deadline
+    return {
+        "t": moved.table_id,
+        "h": moved.hand_number,
+        "s": [list(seat_stack) for seat_stack in moved.stacks],
+        "ts": moved.turn_seat,
+        "d": None if deadline is None else round(deadline.timestamp() * 1000),
+    }
+
+
+def _move_from(got: dict[str, Any]) -> TableMoved:
+    deadline = got["d"]
+    return TableMoved(
+        table_id=str(got["t"]),
+        hand_number=int(got["h"]),
+        stacks=tuple((int(seat), int(stack)) for seat, stack in got["s"]),
+        turn_seat=int(got["ts"]),
+        turn_deadline=None if deadline is None else datetime.fromtimestamp(deadline / 1000, UTC),
+    )
+
+
+def announced(payload: str, instance_id: str) -> tuple[list[str], TableMoved | None]:
+    """The players of a peer's payload and its move; ([], None) for this instance's own or a
+    malformed one."""
+    try:
+        got = json.loads(payload)
+        if got["i"] == instance_id:
+            return [], None
+        moved = _move_from(got["m"]) if "m" in got else None
+        return [p for p in got["p"] if isinstance(p, str)], moved
+    except (ValueError, KeyError, TypeError):
+        log.warning("registration.peer_wakeup_malformed", extra={"payload": payload[:200]})
+        return [], None
 
 
 def players_from(payload: str, instance_id: str) -> list[str]:
     """The players of a peer's payload; [] for this instance's own or a malformed one."""
-    try:
-        got = json.loads(payload)
-        if got["i"] == instance_id:
-            return []
-        return [p for p in got["p"] if isinstance(p, str)]
-    except (ValueError, KeyError, TypeError):
-        log.warning("registration.peer_wakeup_malformed", extra={"payload": payload[:200]})
-        return []
+    return announced(payload, instance_id)[0]
+
+
+#: Players woken by one change, and the move when all it did was move a table on.
+_Announcement = tuple[list[str], TableMoved | None]
+
+
+def _merged(queued: list[_Announcement]) -> list[_Announcement]:
+    """``queued`` in order, each run of consecutive changes without a move merged into one
+    (a peer reads once for them). Moves stay single and in place: a move announced after a
+    later change would move a peer's bar back."""
+    out: list[_Announcement] = []
+    for players, moved in queued:
+        if moved is None and out and out[-1][1] is None:
+            out[-1] = (out[-1][0] + players, None)
+        else:
+            out.append((list(players), moved))
+    return out
 
 
 class PeerWakeups:
@@ -74,7 +131,7 @@ class PeerWakeups:
         self.instance_id = instance_id
         self.sent = 0  # payloads announced
         self.received = 0  # peers' payloads that woke something here (or could have)
-        self._outbox: queue.SimpleQueue[list[str] | None] = queue.SimpleQueue()
+        self._outbox: queue.SimpleQueue[_Announcement | None] = queue.SimpleQueue()
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self.listening = threading.Event()  # set once LISTEN is in place (tests)
@@ -82,11 +139,11 @@ class PeerWakeups:
     def notify(self, players: Iterable[str], moved: TableMoved | None = None) -> None:
         """Wake this instance's streams of ``players`` and announce them to the peers
         (thread-safe, never blocks). ``moved`` moves this instance's bars on with no read;
-        the peers, told only the players, read."""
+        and the peers' too (it is in the announcement)."""
         wanted = list(players)
         self.notifier.notify(wanted, moved)
         if wanted:
-            self._outbox.put(wanted)
+            self._outbox.put((wanted, moved))
 
     def start(self) -> None:
         """Start the sender and the listener threads."""
@@ -108,8 +165,8 @@ class PeerWakeups:
             first = self._outbox.get()
             if first is None:
                 return
-            batch = list(first)
-            while True:  # merge whatever queued up meanwhile into the same announcement
+            queued = [first]
+            while True:  # what queued up meanwhile goes in the same round of announcements
                 try:
                     more = self._outbox.get_nowait()
                 except queue.Empty:
@@ -117,14 +174,15 @@ class PeerWakeups:
                 if more is None:
                     self._stopping.set()
                     break
-                batch += more
-            self._retrying("send", functools.partial(self._send, batch))
+                queued.append(more)
+            self._retrying("send", functools.partial(self._send, _merged(queued)))
 
-    def _send(self, players: list[str]) -> None:
+    def _send(self, announcements: list[_Announcement]) -> None:
         with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            for payload in payloads(self.instance_id, players):
-                conn.execute(text("SELECT pg_notify(:c, :p)"), {"c": CHANNEL, "p": payload})
-                self.sent += 1
+            for players, moved in announcements:
+                for payload in payloads(self.instance_id, players, moved):
+                    conn.execute(text("SELECT pg_notify(:c, :p)"), {"c": CHANNEL, "p": payload})
+                    self.sent += 1
 
     def _listen_forever(self) -> None:
         while not self._stopping.is_set():
@@ -139,10 +197,10 @@ class PeerWakeups:
             self.listening.set()
             while not self._stopping.is_set():
                 for note in conn.notifies(timeout=1.0):
-                    players = players_from(note.payload, self.instance_id)
+                    players, moved = announced(note.payload, self.instance_id)
                     if players:
                         self.received += 1
-                        self.notifier.notify(players)
+                        self.notifier.notify(players, moved)
         finally:
             self.listening.clear()
             raw.invalidate()

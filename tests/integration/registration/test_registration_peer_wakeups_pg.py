@@ -7,13 +7,15 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import pytest
 from electric_eventlog import create_engine
-from electric_registration.notify import Notifier
+from electric_registration.notify import Notifier, TableMoved
 from electric_registration.peer_wakeups import (
     PLAYERS_PER_PAYLOAD,
     PeerWakeups,
+    announced,
     payloads,
     players_from,
 )
@@ -82,6 +84,37 @@ async def test_many_players_are_announced_in_payloads_under_the_limit(engine: En
             assert time.monotonic() - start < 10
             await asyncio.sleep(0.02)
         assert a.sent == 3
+    finally:
+        a.stop()
+        b.stop()
+
+
+async def test_a_move_reaches_the_peer_as_a_move_in_order(engine: Engine) -> None:
+    """A table's move is announced with the move itself (the peer's bars move on with no
+    read, issue 26 item 2), under the size limit, and in order with the other changes."""
+    deadline = datetime(2026, 12, 7, 6, 0, 1, 250_000, tzinfo=UTC)
+    moved = TableMoved("t-1", 3, ((1, 1490), (2, 1510), (3, 0)), 2, deadline)
+    players = [f"player-{n:03d}-" + "x" * 88 for n in range(60)]
+    [chunk] = payloads("instance-a", players, moved)
+    assert len(chunk.encode()) < 8000
+    assert announced(chunk, "instance-b") == (sorted(players), moved)
+    here, there = Notifier(), Notifier()
+    a, b = PeerWakeups(engine, here, "instance-a"), PeerWakeups(engine, there, "instance-b")
+    await _listening(a, b)
+    try:
+        theirs = there.subscribe("ava")
+        later = TableMoved("t-1", 3, ((1, 1490), (2, 1510), (3, 0)), 1, None)
+        a.notify(["ava"], moved)
+        a.notify(["ava"])  # a change that needs a read
+        a.notify(["ava"], later)
+        start = time.monotonic()
+        while there.generation("ava") < 3:
+            assert time.monotonic() - start < 10, there.generation("ava")
+            await asyncio.sleep(0.02)
+        assert theirs.is_set()
+        assert there.moves_between("ava", 0, 1) == [moved]
+        assert there.moves_between("ava", 0, 3) is None  # the change in between: a read
+        assert there.moves_between("ava", 2, 3) == [later]
     finally:
         a.stop()
         b.stop()
