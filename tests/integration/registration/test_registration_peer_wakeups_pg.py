@@ -16,6 +16,7 @@ from electric_registration.peer_wakeups import (
     PLAYERS_PER_PAYLOAD,
     PeerWakeups,
     announced,
+    packed,
     payloads,
     players_from,
 )
@@ -97,7 +98,15 @@ async def test_a_move_reaches_the_peer_as_a_move_in_order(engine: Engine) -> Non
     players = [f"player-{n:03d}-" + "x" * 88 for n in range(60)]
     [chunk] = payloads("instance-a", players, moved)
     assert len(chunk.encode()) < 8000
-    assert announced(chunk, "instance-b") == (sorted(players), moved)
+    assert announced(chunk, "instance-b") == [(sorted(players), moved)]
+    # Several changes of one send share payloads, in order, each under the limit.
+    many = [(players, moved), (["ava"], None), (players, None)] * 10
+    chunks = list(packed("instance-a", many))
+    assert all(len(c.encode()) < 8000 for c in chunks) and len(chunks) < len(many)
+    got = [change for c in chunks for change in announced(c, "instance-b")]
+    assert got == [(sorted(p), m) for p, m in many]
+    # A peer still on the format before the packing: one change that needs a read.
+    assert announced('{"i": "old", "p": ["ava"]}', "instance-b") == [(["ava"], None)]
     here, there = Notifier(), Notifier()
     a, b = PeerWakeups(engine, here, "instance-a"), PeerWakeups(engine, there, "instance-b")
     await _listening(a, b)
