@@ -65,13 +65,6 @@ PAYLOAD_BYTES = 7_900
 _Announcement = tuple[list[str], TableMoved | None]
 
 
-def payloads(
-    instance_id: str, players: Iterable[str], moved: TableMoved | None = None
-) -> Iterator[str]:
-    """The payloads announcing one change (:func:`packed`)."""
-    return packed(instance_id, [(list(players), moved)])
-
-
 def packed(instance_id: str, announcements: Iterable[_Announcement]) -> Iterator[str]:
     """JSON payloads ``{"i": instance, "a": [[players, move or null], ...]}``, in order, as
     few as fit under :data:`PAYLOAD_BYTES` (one ``pg_notify`` each): a busy instance's
@@ -140,11 +133,6 @@ def announced(payload: str, instance_id: str) -> list[_Announcement]:
     except (ValueError, KeyError, TypeError):
         log.warning("registration.peer_wakeup_malformed", extra={"payload": payload[:200]})
         return []
-
-
-def players_from(payload: str, instance_id: str) -> list[str]:
-    """The players of a peer's payload; [] for this instance's own or a malformed one."""
-    return [p for players, _ in announced(payload, instance_id) for p in players]
 
 
 def _merged(queued: list[_Announcement]) -> list[_Announcement]:

@@ -17,10 +17,19 @@ from electric_registration.peer_wakeups import (
     PeerWakeups,
     announced,
     packed,
-    payloads,
-    players_from,
 )
 from sqlalchemy import Engine
+
+
+def payloads(instance: str, players: list[str], moved: TableMoved | None = None) -> list[str]:
+    """The payloads announcing one change."""
+    return list(packed(instance, [(players, moved)]))
+
+
+def players_from(payload: str, instance: str) -> list[str]:
+    """Every player a payload names, for ``instance``."""
+    return [p for players, _ in announced(payload, instance) for p in players]
+
 
 pytestmark = pytest.mark.integration
 
