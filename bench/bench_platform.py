@@ -176,6 +176,28 @@ def seated_ms(step: Step, facts: Facts) -> list[float]:
     return out
 
 
+def seating_split(step: Step, facts: Facts) -> str:
+    """Where Register -> seated goes, p50/p99 of each leg: the filling Register sent ->
+    registration's TableFilled (reserve and seat), -> its TournamentStarted (the owed buy-in
+    posts and splits), -> the table service's TableStarted (relay, Kafka, consumer)."""
+    seats = int(step.bots.get("seats", 0))
+    legs: dict[str, list[float]] = {"seat": [], "settle": [], "deliver": []}
+    for table_id, sent in step.registered.items():
+        if len(sent) != seats or table_id not in facts.started:
+            continue
+        if table_id not in facts.filled or table_id not in facts.paid:
+            continue
+        marks = (max(sent.values()), facts.filled[table_id], facts.paid[table_id])
+        for name, start, end in zip(
+            legs, marks, (*marks[1:], facts.started[table_id]), strict=True
+        ):
+            legs[name].append((end - start) * 1000)
+    return ", ".join(
+        f"{name} p50 {percentile(ms, 0.5):.0f} p99 {percentile(ms, 0.99):.0f} ms"
+        for name, ms in legs.items()
+    )
+
+
 def credit_ms(step: Step, facts: Facts) -> tuple[list[float], int]:
     """Finish → last credit per finished tournament of this step; and how many finished."""
     finished = [t for t in step.registered if t in facts.finished]
@@ -214,7 +236,9 @@ def step_rows(kind: str, step: Step, facts: Facts) -> list[Row]:
         bot, echo = percentile(bot_ms, q / 100), percentile(echo_ms, q / 100)
         rows.append(Row(AREA, f"Act latency p{q} ({tag})", bot, "ms", peer, echo, note))
     seated = seated_ms(step, facts)
-    seated_note = f"{len(seated)} tables (filling Register -> TableStarted)"
+    seated_note = f"{len(seated)} tables (filling Register -> TableStarted); " + seating_split(
+        step, facts
+    )
     lags, finished = credit_ms(step, facts)
     awarded = [
         (facts.awarded[t] - facts.finished[t]) * 1000

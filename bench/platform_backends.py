@@ -251,6 +251,10 @@ class Facts:
     published: dict[str, float] = field(default_factory=dict)
     #: tournament id -> TournamentFinished's ``recorded_at`` (the table's commit clock).
     recorded: dict[str, float] = field(default_factory=dict)
+    #: table id -> registration's TableFilled (the last seat taken: seating done).
+    filled: dict[str, float] = field(default_factory=dict)
+    #: table id -> registration's TournamentStarted (every buy-in posted and split).
+    paid: dict[str, float] = field(default_factory=dict)
 
 
 def _events(url: str, producer: str, types: set[str]) -> Iterator[object]:
@@ -287,9 +291,10 @@ def _recorded(url: str, positions: dict[int, str]) -> list[tuple[int, float]]:
 
 
 def read_facts(stores: dict[str, str]) -> Facts:
-    """Fold the table and payout stores into :class:`Facts`."""
+    """Fold the registration, table and payout stores into :class:`Facts`."""
     from electric.eventlog.v1.envelope_pb2 import Envelope
     from electric.payout.v1 import events_pb2 as payout_events
+    from electric.registration.v1 import events_pb2 as registration_events
     from electric.table.v1 import events_pb2 as table_events
 
     facts = Facts()
@@ -313,6 +318,13 @@ def read_facts(stores: dict[str, str]) -> Facts:
             env.payload.Unpack(fin)
             facts.finished.setdefault(fin.tournament_id or fin.table_id, at(env))
             positions[env.global_position] = fin.tournament_id or fin.table_id
+    filled_t = registration_events.TableFilled.DESCRIPTOR.full_name
+    paid_t = registration_events.TournamentStarted.DESCRIPTOR.full_name
+    for env in _events(stores["registration"], "registration", {filled_t, paid_t}):
+        assert isinstance(env, Envelope)
+        # Both events are on the table's stream: its id is the stream's.
+        table_id = env.stream_id.removeprefix("registration-table-")
+        (facts.filled if env.event_type == filled_t else facts.paid).setdefault(table_id, at(env))
     for position, recorded in _recorded(stores["table"], positions):
         facts.recorded.setdefault(positions[position], recorded)
     for env in _events(stores["payout"], "payout", {credited_t, awarded_t}):

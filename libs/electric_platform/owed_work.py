@@ -26,8 +26,10 @@ The sync callables run in worker threads (``asyncio.to_thread``), the async ones
 Parallelism (``parallelism=N``, default 1 = one call at a time, in group order): with N > 1
 a pass runs its groups concurrently, and the calls of a group concurrently when none of
 them is ``blocking``; at most N calls (``perform`` + its bookkeeping) are in flight at
-once. Payout credits prizes this way (issue 16: crediting keeps up with finishing
-tournaments); groups with blocking calls keep their strict order.
+once. A group with blocking calls runs in stages (:func:`stages`: consecutive calls that
+name the same ``stage`` run together, e.g. a filled table's three buy-in posts, then its six
+moves out of the escrow), and a failed blocking call stops the stages after its own. Payout
+credits prizes this way (issue 16: crediting keeps up with finishing tournaments).
 
 Causality: a call may carry ``correlation_id`` and ``causation_id`` (stored with the owed row:
 the correlation id of the decision and the id of the event that owes the call). The runner
@@ -82,6 +84,22 @@ def call_ids(call: object) -> tuple[str, str]:
 
 C = TypeVar("C", bound=OwedCall)
 R = TypeVar("R")
+
+
+def stages(calls: Sequence[C]) -> list[list[C]]:
+    """``calls`` cut into stages: consecutive calls with the same ``stage`` (an optional
+    attribute) share one; a call without one is a stage of its own. The calls of a stage do
+    not depend on each other and run together; a stage starts once the one before is done."""
+    out: list[list[C]] = []
+    last: object = None
+    for call in calls:
+        stage = getattr(call, "stage", None)
+        if out and stage is not None and stage == last:
+            out[-1].append(call)
+        else:
+            out.append([call])
+        last = stage
+    return out
 
 
 class OwedWorkSource(Protocol[C, R]):
@@ -166,6 +184,14 @@ class OwedWork(Generic[C, R]):
                 results = await asyncio.gather(*(self._call(call, group) for call in calls))
                 done = sum(1 for d, _ in results if d)
                 ok = all(o for _, o in results)
+            elif self.parallelism > 1:
+                for stage in stages(calls):
+                    results = await asyncio.gather(*(self._call(call, group) for call in stage))
+                    done += sum(1 for d, _ in results if d)
+                    failed = [call for call, (_, o) in zip(stage, results, strict=True) if not o]
+                    ok = ok and not failed
+                    if any(call.blocking for call in failed):
+                        break  # keep the order: no later stage after a failed blocking call
             else:
                 for call in calls:
                     did, call_ok = await self._call(call, group)

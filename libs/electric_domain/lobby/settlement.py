@@ -59,15 +59,28 @@ def buy_in_settlement(
     entries: Sequence[tuple[str, str]], *, buy_in_cents: int, rake_cents: int
 ) -> list[WalletOp]:
     """Ops that collect a filled table's buy-ins; ``entries``: (entry id, its reservation's
-    transfer id) in seat order."""
+    transfer id) in seat order. Every post comes first, then each entry's rake and net
+    moves out of the escrow: a move never runs before the post that funds it, and the posts
+    (or the moves) of one table do not depend on each other, so each set can run at once."""
     net = buy_in_cents - rake_cents
-    ops: list[WalletOp] = []
-    for entry_id, reservation in entries:
-        planned = [
-            (OpKind.POST, reservation, Account.NONE, Account.NONE, 0, "buy_in"),
-            (OpKind.MOVE, f"rake-{entry_id}", Account.ESCROW, Account.RAKE, rake_cents, "rake"),
+    planned = [
+        (OpKind.POST, entry_id, reservation, Account.NONE, Account.NONE, 0, "buy_in")
+        for entry_id, reservation in entries
+    ]
+    for entry_id, _ in entries:
+        planned += [
             (
                 OpKind.MOVE,
+                entry_id,
+                f"rake-{entry_id}",
+                Account.ESCROW,
+                Account.RAKE,
+                rake_cents,
+                "rake",
+            ),
+            (
+                OpKind.MOVE,
+                entry_id,
                 f"net-{entry_id}",
                 Account.ESCROW,
                 Account.PRIZE_RESERVE,
@@ -75,10 +88,11 @@ def buy_in_settlement(
                 "prize_reserve",
             ),
         ]
-        for kind, transfer_id, src, dst, amount, code in planned:
-            if kind is OpKind.MOVE and amount == 0:
-                continue
-            ops.append(WalletOp(entry_id, len(ops) + 1, kind, transfer_id, src, dst, amount, code))
+    ops: list[WalletOp] = []
+    for kind, entry_id, transfer_id, src, dst, amount, code in planned:
+        if kind is OpKind.MOVE and amount == 0:
+            continue
+        ops.append(WalletOp(entry_id, len(ops) + 1, kind, transfer_id, src, dst, amount, code))
     return ops
 
 

@@ -17,7 +17,7 @@ from electric.registration.v1 import events_pb2
 from electric_domain import lobby
 from electric_domain.tournament import TournamentConfig
 from electric_eventlog import EventStore, utc_now
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from electric_registration import codec, fill, handlers, streams
 from electric_registration.store import repo, seating, tiers, wallet_ops
@@ -52,7 +52,8 @@ def cancel_table(
     """Cancel ``table_id`` exactly once (module doc); ``TableNotFound`` /
     ``TableNotCancellable`` refuse it."""
     now = utc_now()
-    with engine.begin() as conn:
+
+    def work(conn: Connection) -> Cancelled:
         table = seating.get_table(conn, table_id)
         if table is None:
             raise lobby.TableNotFound(table_id)
@@ -97,4 +98,7 @@ def cancel_table(
             wallet_ops.add(conn, owed, now)
         if tiers.active(conn, tier.tier_id) and seating.open_table_count(conn, tier.tier_id) == 0:
             handlers.open_table(conn, store, config, tier, correlation_id=correlation_id, at=now)
-    return Cancelled(table_id, True, text, players)
+        return Cancelled(table_id, True, text, players)
+
+    # Locks the tier, then appends: through the group commit (handlers module doc).
+    return store.transact(work)

@@ -12,7 +12,14 @@ after the commit by :mod:`electric_registration.wallet_work`.
 
 Serialisation: every decision that changes seats locks the tier row first (``SELECT … FOR
 UPDATE`` on PostgreSQL; SQLite's ``BEGIN IMMEDIATE`` serialises all writers), so two
-registrations racing for the last seat of a table run one after the other. Each table's
+registrations racing for the last seat of a table run one after the other. Those decisions
+run through the event store's group commit (``EventStore.transact``): the Registers that
+arrive while a transaction runs share the next one, each in its own savepoint, so a burst
+takes the tier lock and commits once per batch, not once per Register (issue 26 item 5).
+The batch takes the store's position lock before any row lock, so every writer that locks a
+tier or table row and then appends goes through it (a plain transaction doing the same could
+deadlock with a batch): seating, Unregister, the start of a paid tournament, the opening of
+tables and the cancellation of one. Each table's
 stream is appended with the version recorded in its row (optimistic concurrency, a backstop:
 a conflict raises ``ConcurrencyError``, the caller retries the whole transaction), and partial
 unique indexes forbid two active entries of one player or in one seat at a table.
@@ -20,6 +27,7 @@ unique indexes forbid two active entries of one player or in one seat at a table
 
 from __future__ import annotations
 
+import functools
 import secrets
 import uuid
 from dataclasses import dataclass, field
@@ -119,17 +127,18 @@ def ensure_open_tables(
     """Open a table for every active tier that has none open (idempotent). Returns the ids."""
     with engine.connect() as conn:
         tier_ids = tiers.active_ids(conn)
-    opened: list[str] = []
-    for tier_id in tier_ids:
-        with engine.begin() as conn:
-            tiers.lock(conn, tier_id)
-            if seating.open_table_count(conn, tier_id) > 0:
-                continue
-            tier = load_tier(conn, tier_id)
-            opened.append(
-                open_table(conn, store, config, tier, correlation_id=correlation_id, at=utc_now())
-            )
-    return opened
+
+    def work(conn: Connection, tier_id: str) -> str | None:
+        tiers.lock(conn, tier_id)
+        if seating.open_table_count(conn, tier_id) > 0:
+            return None
+        tier = load_tier(conn, tier_id)
+        return open_table(conn, store, config, tier, correlation_id=correlation_id, at=utc_now())
+
+    # Every writer that locks a tier and appends goes through the group commit (see
+    # ``seat_entries``): a plain transaction doing the same could deadlock with a batch.
+    opened = [store.transact(functools.partial(work, tier_id=tier_id)) for tier_id in tier_ids]
+    return [table_id for table_id in opened if table_id is not None]
 
 
 # ------------------------------------------------------------------------------ Register
@@ -255,7 +264,8 @@ def seat_entries(
     filled in the same transaction (:func:`fill.fill_table`)."""
     now = utc_now()
     tier = attempt.tier
-    with engine.begin() as conn:
+
+    def work(conn: Connection) -> Seated:
         record = requests.get(conn, attempt.key, lock=True)
         if record is None or record.status != "reserving" or record.attempt != attempt.attempt:
             done = list(record.entry_ids) if record and record.status == "completed" else []
@@ -311,7 +321,11 @@ def seat_entries(
             open_table(conn, store, config, tier, correlation_id=correlation_id, at=now)
         requests.complete(conn, attempt.key, attempt.entry_ids, now)
         seated.players = repo.table_players(conn, touched)
-    return seated
+        return seated
+
+    # Through the event store's group commit: concurrent Registers of this process share
+    # one transaction, one tier lock and one commit (issue 26 item 5), each in a savepoint.
+    return store.transact(work)
 
 
 def start_if_paid(
@@ -322,7 +336,8 @@ def start_if_paid(
     It is caused by the TableFilled that owed the buy-ins and keeps its correlation id (the
     Register that filled the table); ``correlation_id`` is the fallback for a table without
     recorded causality. Returns the players to notify, or None when nothing happened."""
-    with engine.begin() as conn:
+
+    def work(conn: Connection) -> set[str] | None:
         table = seating.get_table(conn, table_id, lock=True)
         if table is None or table.tournament_started is None or table.started_at is not None:
             return None
@@ -344,6 +359,8 @@ def start_if_paid(
             at=now,
         )
         return repo.table_players(conn, [table_id])
+
+    return store.transact(work)
 
 
 # ------------------------------------------------------------------------------ Unregister
@@ -374,7 +391,8 @@ def unregister(
     reservation as owed wallet work. ``may_act_for`` is the calling player (None for
     services/operators, who may withdraw any entry)."""
     now = utc_now()
-    with engine.begin() as conn:
+
+    def work(conn: Connection) -> Unregistered:
         if entry_id:
             row = seating.find_entry(conn, entry_id)
         else:
@@ -420,4 +438,6 @@ def unregister(
         wallet_ops.add(conn, owed, now)
         players = repo.table_players(conn, [table.table_id]) | {row.player_id}
         [entry] = repo.entries_by_id(conn, [row.entry_id])
-    return Unregistered(entry, players, changed=True)
+        return Unregistered(entry, players, changed=True)
+
+    return store.transact(work)

@@ -5,9 +5,10 @@ Register (N entries, all or nothing):
 1. ``handlers.begin_attempt`` records the request (``reserving``) with deterministic entry
    ids ``uuid5(sha256(player, request_id), attempt, i)``; a completed request is answered
    from its record (nothing reserved again).
-2. The player's balance is checked (fast refusal, nothing reserved); then each entry
-   reserves its buy-in: pending wallet transfer ``buyin-<entry_id>`` from the player's
-   funds to ``house:tournament_escrow`` (idempotent by that id).
+2. For several entries the player's balance is checked first (fast refusal, nothing
+   reserved; one entry's reservation is its own check); then each entry reserves its
+   buy-in: pending wallet transfer ``buyin-<entry_id>`` from the player's funds to
+   ``house:tournament_escrow`` (idempotent by that id).
 3. If any reservation fails, every key of the attempt is voided (``voiding`` → ``failed``)
    and the error is returned (FAILED_PRECONDITION with ``InsufficientFunds`` for money).
 4. ``handlers.seat_entries`` seats all entries in one transaction (and fills tables).
@@ -22,6 +23,7 @@ from collections.abc import Callable
 from datetime import timedelta
 
 import grpc
+from electric_clients import accounts
 from electric_clients.wallet import WalletClient, insufficient_funds
 from electric_domain import lobby
 from electric_domain.tournament import TournamentConfig
@@ -114,7 +116,11 @@ class Registrar:
                 )
             await asyncio.sleep(0.05)
         attempt = begun
-        await self._check_funds(attempt, player_id, entries)
+        if entries > 1:
+            # Several entries: refuse at once rather than reserve some and roll them back.
+            # One entry: its reservation is the check (the wallet refuses it whole, with
+            # the same InsufficientFunds detail), one wallet call fewer per Register.
+            await self._check_funds(attempt, player_id, entries)
         await self._reserve(attempt, player_id, entries)
         seated = await self._seat(attempt, player_id, request_id, correlation_id)
         if not seated.current:
@@ -195,12 +201,19 @@ class Registrar:
                     memo=f"{tier.name} buy-in, entry {i + 1}/{entries}",
                 )
             except grpc.aio.AioRpcError as err:
-                await self._rollback(attempt, entries, f"reserve: {err.code().name}")
                 short = insufficient_funds(err)
-                if short is not None:
+                # A player the wallet has never seen has no funds (no accounts to debit).
+                no_wallet = err.code() == grpc.StatusCode.NOT_FOUND and (
+                    accounts.player_account(player_id, "") in (err.details() or "")
+                )
+                if (short is not None or no_wallet) and i == 0:
+                    await self._fail(attempt, "insufficient funds")  # nothing was reserved
+                else:
+                    await self._rollback(attempt, entries, f"reserve: {err.code().name}")
+                if short is not None or no_wallet:
                     # Funds moved since the balance check: report what the whole request
                     # needs against what was available before it.
-                    available = short.available.cents + i * tier.buy_in_cents
+                    available = (short.available.cents if short else 0) + i * tier.buy_in_cents
                     raise self._insufficient(
                         player_id, available, entries * tier.buy_in_cents, entries, attempt
                     ) from err

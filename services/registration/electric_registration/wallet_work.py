@@ -51,7 +51,9 @@ STALE_ATTEMPT = timedelta(seconds=120)
 #: the other, in order). One at a time made a burst of fills queue: at 50 tables filled
 #: together, 450 posts and moves ran end to end and Register -> seated took 18-22 s
 #: (issue 16, docs/benchmarks.md). The wallet's group commit batches concurrent calls.
-WALLET_PARALLELISM = 8
+#: At 8, a burst of 50 fills still took 8-10 s from TableFilled to TournamentStarted
+#: (issue 26 item 5): 450 calls of ~150 ms each, 8 at a time.
+WALLET_PARALLELISM = 32
 #: Wallet answers to a post that no retry can change.
 PERMANENT = (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND)
 _STATES = {
@@ -84,6 +86,12 @@ class WalletCall:
     def causation_id(self) -> str:
         """Id of the event that owes the op: the wallet records it as the transfer's cause."""
         return self.op.causation_id
+
+    @property
+    def stage(self) -> str:
+        """A table's posts run together, then its moves (``OwedWork`` stages; the settlement
+        owes every post before any move: ``electric_domain.lobby.buy_in_settlement``)."""
+        return self.op.kind
 
     @property
     def blocking(self) -> bool:

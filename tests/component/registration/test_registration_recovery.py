@@ -109,12 +109,13 @@ async def test_owed_wallet_work_survives_a_crash_exactly_once(stack: Stack) -> N
     assert _started_count(stack, table_id) == 1
 
 
-async def test_owed_wallet_work_of_several_tables_runs_concurrently_each_in_order(
+async def test_owed_wallet_work_of_several_tables_runs_concurrently_posts_then_moves(
     stack: Stack,
 ) -> None:
     # Two filled tables owe their posts and moves again (as after a crash): one pass does
     # both tables at once (issue 16: one call at a time made a burst of fills queue), each
-    # table's ops still in order, and every transfer exactly once.
+    # table's posts together and then its moves (issue 26 item 5), no move before every
+    # post of its table is done, and every transfer exactly once.
     players = [f"c{i}" for i in range(6)]
     for p in players:
         await stack.deposit(p, 500)
@@ -140,12 +141,21 @@ async def test_owed_wallet_work_of_several_tables_runs_concurrently_each_in_orde
         await work.run_pending()
     finally:
         await wallet.close()
-    assert work.work.peak_in_flight == 2  # one call per table: each table's ops in order
+    # 6 posts at once would be allowed by the stages; the bound holds them to 4.
+    assert work.work.peak_in_flight == 4
     with engine.connect() as conn:
         pending = conn.execute(
             select(func.count()).select_from(t.wallet_ops).where(t.wallet_ops.c.status == "pending")
         ).scalar_one()
+        done = conn.execute(
+            select(t.wallet_ops.c.table_id, t.wallet_ops.c.kind, t.wallet_ops.c.done_at)
+        ).all()
     assert pending == 0
+    for table_id in tables:
+        posts = [r.done_at for r in done if r.table_id == table_id and r.kind == "post"]
+        moves = [r.done_at for r in done if r.table_id == table_id and r.kind == "move"]
+        assert (len(posts), len(moves)) == (3, 6)
+        assert max(posts) <= min(moves)
     assert (await stack.account("house:rake")).posted == 42
     assert (await stack.account("house:prize_reserve")).posted == 558
     assert (await stack.account("house:tournament_escrow")).posted == 0

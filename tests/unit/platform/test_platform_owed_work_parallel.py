@@ -19,6 +19,7 @@ class Call:
     group: str
     blocking: bool = False
     fails: bool = False
+    stage: str | None = None
 
 
 class _Failed(grpc.aio.AioRpcError):
@@ -108,3 +109,28 @@ def test_blocking_groups_keep_order_and_stop_at_a_failure() -> None:
     assert source.failed == ["a2"]
     assert [c.op_id for c in source.owed] == ["a2", "a3"]
     assert work.peak_in_flight >= 2  # b's calls overlapped with a's
+
+
+def test_stages_of_a_blocking_group_run_together_in_order() -> None:
+    # A filled table's posts run together, then its moves (issue 26 item 5): a stage starts
+    # only once the one before is done, and a failed blocking call stops the later stages.
+    def table(group: str, fail: bool) -> list[Call]:
+        posts = [Call(f"{group}-post{i}", group, True, fail and i == 1, "post") for i in range(3)]
+        moves = [Call(f"{group}-move{i}", group, True, False, "move") for i in range(6)]
+        return [*posts, *moves, Call(f"{group}-last", group, True)]
+
+    source = Source(table("a", False) + table("b", True))
+    work: OwedWork[Call, str] = OwedWork("test", source, parallelism=8)
+    outcome = asyncio.run(work.run_pass())
+    assert not outcome.ok and outcome.done == 10 + 2
+    a = [op for op in source.performed if op.startswith("a")]
+    assert sorted(a[:3]) == [f"a-post{i}" for i in range(3)]
+    assert sorted(a[3:9]) == [f"a-move{i}" for i in range(6)] and a[9] == "a-last"
+    # b's posts all ran (one failed): none of its moves did.
+    assert sorted(op for op in source.performed if op.startswith("b")) == [
+        f"b-post{i}" for i in range(3)
+    ]
+    assert source.failed == ["b-post1"]
+    # The 3 + 3 posts at once (one at a time per group before stages), then a's 6 moves,
+    # which may overlap b's last bookkeeping; never more than the bound.
+    assert 6 <= work.peak_in_flight <= 8

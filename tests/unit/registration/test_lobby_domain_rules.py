@@ -105,19 +105,19 @@ def test_withdrawal_only_own_entries_and_only_until_the_fill() -> None:
             lobby.check_still_registering(table_id="t", table_name="T", status=status)
 
 
-def test_a_fill_owes_post_then_rake_and_net_per_entry() -> None:
+def test_a_fill_owes_every_post_then_rake_and_net_per_entry() -> None:
     ops = lobby.buy_in_settlement(
         [("e1", "buyin-e1"), ("e2", "buyin-e2")], buy_in_cents=100, rake_cents=7
     )
     assert [(o.seq, o.kind, o.transfer_id, o.amount_cents) for o in ops] == [
         (1, lobby.OpKind.POST, "buyin-e1", 0),
-        (2, lobby.OpKind.MOVE, "rake-e1", 7),
-        (3, lobby.OpKind.MOVE, "net-e1", 93),
-        (4, lobby.OpKind.POST, "buyin-e2", 0),
+        (2, lobby.OpKind.POST, "buyin-e2", 0),
+        (3, lobby.OpKind.MOVE, "rake-e1", 7),
+        (4, lobby.OpKind.MOVE, "net-e1", 93),
         (5, lobby.OpKind.MOVE, "rake-e2", 7),
         (6, lobby.OpKind.MOVE, "net-e2", 93),
     ]
-    assert ops[1].target is lobby.Account.RAKE and ops[2].target is lobby.Account.PRIZE_RESERVE
+    assert ops[2].target is lobby.Account.RAKE and ops[3].target is lobby.Account.PRIZE_RESERVE
     # A rake-free tier owes no zero move.
     free = lobby.buy_in_settlement([("e1", "buyin-e1")], buy_in_cents=100, rake_cents=0)
     assert [o.transfer_id for o in free] == ["buyin-e1", "net-e1"]
