@@ -31,12 +31,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import os
 import signal
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -388,27 +386,6 @@ def _ensure_sqlite_dir(url: str) -> None:
         Path(path.split("?", 1)[0]).parent.mkdir(parents=True, exist_ok=True)
 
 
-#: Worker threads of a service process (every blocking database call runs in one).
-WORKER_THREADS_ENV = "ELECTRIC_WORKER_THREADS"
-#: asyncio's default is cores + 4: 6 threads on a 2-core machine. A burst of 150 Registers
-#: then queued its transactions behind 6 threads, some of them parked on a row lock, and the
-#: owed wallet work of the filled tables waited behind them (issue 26 item 5). The
-#: database pools (``electric_eventlog.engine``: 10 + 20 overflow) hold 30 connections.
-DEFAULT_WORKER_THREADS = 32
-
-
-def worker_threads() -> int:
-    """Worker threads of this process (``ELECTRIC_WORKER_THREADS``, default 32)."""
-    raw = os.environ.get(WORKER_THREADS_ENV, "")
-    try:
-        value = int(raw) if raw else DEFAULT_WORKER_THREADS
-    except ValueError as exc:
-        raise ConfigError(f"{WORKER_THREADS_ENV} must be a whole number, not {raw!r}") from exc
-    if value < 1:
-        raise ConfigError(f"{WORKER_THREADS_ENV} must be at least 1, not {value}")
-    return value
-
-
 async def run_hosts(
     hosts: Sequence[ServiceHost],
     *,
@@ -421,9 +398,6 @@ async def run_hosts(
     ``ready`` is called once all hosts serve (e.g. to print addresses).
     """
     loop = asyncio.get_running_loop()
-    loop.set_default_executor(
-        ThreadPoolExecutor(max_workers=worker_threads(), thread_name_prefix="electric")
-    )
     requested = asyncio.Event()
     log = get_logger("electric.platform")
     if install_signal_handlers:

@@ -51,9 +51,9 @@ STALE_ATTEMPT = timedelta(seconds=120)
 #: the other, in order). One at a time made a burst of fills queue: at 50 tables filled
 #: together, 450 posts and moves ran end to end and Register -> seated took 18-22 s
 #: (issue 16, docs/benchmarks.md). The wallet's group commit batches concurrent calls.
-#: At 8, a burst of 50 fills still took 8-10 s from TableFilled to TournamentStarted
-#: (issue 26 item 5): 450 calls of ~150 ms each, 8 at a time.
-WALLET_PARALLELISM = 32
+#: 32 in flight settled a burst of 50 fills no sooner than 8 (issue 26 item 5: 5.0-5.7 s
+#: against 5.0-5.3 s from TableFilled to TournamentStarted, p50): the burst is CPU-bound.
+WALLET_PARALLELISM = 8
 #: Wallet answers to a post that no retry can change.
 PERMANENT = (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND)
 _STATES = {
