@@ -28,8 +28,10 @@ Figures (one table row each, peer = the echo server where there is one):
 (``postgres-3tables``: the same cluster with the table service as three processes owning
 tables by partition, issue 17: the 1 vs 3 instances rows of one run); PostgreSQL and
 Kafka come from ``DATABASE_URL`` / ``KAFKA_BOOTSTRAP_SERVERS`` (else 127.0.0.1 defaults);
-the services log at ``BENCH_PLATFORM_LOG_LEVEL`` (default WARNING). Every note carries the
-1-minute load average (the machine is shared).
+the services log at ``BENCH_PLATFORM_LOG_LEVEL`` (default WARNING). With
+``BENCH_PLATFORM_AUDIT=1`` each set-up ends with ``electric-audit verify`` over its stores (and
+its topics on Kafka): one more row, the failures it found (0 when the run passed). Every
+note carries the 1-minute load average (the machine is shared).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from bench.platform_backends import (
     ROOT,
     Facts,
     Platform,
+    audit,
     cluster,
     echo_server,
     embedded,
@@ -73,6 +76,8 @@ class Settings:
     credit_wait: float = 30.0
     log_level: str = "WARNING"
     strategy: str = "random"
+    #: Run ``electric-audit verify`` over each set-up's stores (and topics) at its end.
+    audit: bool = False
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -91,6 +96,7 @@ class Settings:
             credit_wait=float(env.get("BENCH_PLATFORM_CREDIT_WAIT_SECONDS", "30")),
             log_level=env.get("BENCH_PLATFORM_LOG_LEVEL", "WARNING"),
             strategy=env.get("BENCH_PLATFORM_STRATEGY", "random"),
+            audit=env.get("BENCH_PLATFORM_AUDIT", "") not in ("", "0"),
         )
 
 
@@ -306,8 +312,17 @@ def run_backend(kind: str, tmp: Path, s: Settings) -> Iterator[Row]:
         facts = wait_credited(platform.stores, tables, s.credit_wait)
         if platform.kafka:
             facts.published = published_finishes(platform.kafka, platform.namespace)
+        checked = audit(platform, budget=120.0) if s.audit else None
     for step in steps:
         yield from step_rows(kind, step, facts)
+    if checked is not None:
+        yield Row(
+            AREA,
+            f"audit of the run ({kind})",
+            checked.failed,
+            "failures",
+            note=f"electric-audit verify; {checked.summary}",
+        )
 
 
 def _unreachable(kind: str) -> str:

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import socket
@@ -44,6 +45,8 @@ class Platform:
     namespace: str = ""
     #: The platform's own processes by name (CPU per Act, ``bench/platform_cpu.py``).
     pids: dict[str, int] = field(default_factory=dict)
+    #: Where the services keep their keys (the checkpoint keys the audit verifies with).
+    keys: Path | None = None
 
     def log_tail(self, chars: int = 3000) -> str:
         out = []
@@ -132,6 +135,7 @@ def cluster(
             kafka=kafka,
             namespace=namespace,
             pids=pids,
+            keys=procs["table"].log_path.parent / "keys",  # type: ignore[attr-defined]
         )
 
 
@@ -194,6 +198,7 @@ def embedded(tmp: Path, log_level: str, timeout: float = 120.0) -> Iterator[Plat
             stores={name: f"sqlite:///{var / f'{name}.db'}" for name in targets},
             logs=[log_path, tmp / "services.log"],
             pids={"runner (4 services)": proc.pid},
+            keys=var / "keys",
         )
     finally:
         _stop(proc)
@@ -338,6 +343,50 @@ def read_facts(stores: dict[str, str]) -> Facts:
         env.payload.Unpack(pc)
         facts.credited[pc.tournament_id] = max(facts.credited.get(pc.tournament_id, 0.0), at(env))
     return facts
+
+
+@dataclass(frozen=True)
+class Audit:
+    """What ``electric-audit verify`` said of a run."""
+
+    #: Items that failed, over every check (0: the run passed).
+    failed: int
+    #: ``check checked/failed`` of every check, and the first failure's location if any.
+    summary: str
+
+
+def audit(platform: Platform, budget: float) -> Audit:
+    """``electric-audit verify`` over the run's stores with the services' checkpoint keys,
+    retried until it passes or ``budget`` seconds pass.
+
+    The stores only: the tables left by the bots play on (their players time out) and
+    append faster than the relay publishes, so a store-to-topic comparison would count the
+    relay's backlog. The e2e audit step (tests/e2e/platform/audit_step.py) compares stores
+    and topics once play has ended."""
+    args = [arg for url in platform.stores.values() for arg in ("--store", url)]
+    if platform.keys is not None and platform.keys.is_dir():
+        args += ["--checkpoint-keys", str(platform.keys)]
+    deadline = time.monotonic() + budget
+    while True:
+        proc = subprocess.run(
+            [sys.executable, "-m", "electric_audit.cli", "verify", *args, "--json"],
+            capture_output=True,
+            text=True,
+            timeout=max(60.0, budget),
+            check=False,
+        )
+        results = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
+        failed = sum(int(r.get("failed", 0)) for r in results)
+        if (proc.returncode == 0 and results and not failed) or time.monotonic() > deadline:
+            break
+        time.sleep(3)
+    if not results:
+        return Audit(1, f"electric-audit verify exit {proc.returncode}: {proc.stderr[-300:]}")
+    parts = [f"{r['check']} {r['checked']}/{r['failed']}" for r in results]
+    first = next((r for r in results if r.get("failed")), None)
+    if first is not None:
+        parts.append(f"first failure: {str(first.get('first_failure', ''))[:200]}")
+    return Audit(failed, "checked/failed: " + ", ".join(parts))
 
 
 def wait_credited(stores: dict[str, str], tables: set[str], timeout: float) -> Facts:
