@@ -287,7 +287,6 @@ class RegistrationApi(registration_pb2_grpc.RegistrationServiceServicer):
         try:
             done = await asyncio.to_thread(
                 cancellation.cancel_table,
-                self._engine,
                 self._store,
                 self._config,
                 table_id=request.table_id,

@@ -17,7 +17,7 @@ from electric.registration.v1 import events_pb2
 from electric_domain import lobby
 from electric_domain.tournament import TournamentConfig
 from electric_eventlog import EventStore, utc_now
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection
 
 from electric_registration import codec, fill, handlers, streams
 from electric_registration.store import repo, seating, tiers, wallet_ops
@@ -39,7 +39,6 @@ class Cancelled:
 
 
 def cancel_table(
-    engine: Engine,
     store: EventStore,
     config: TournamentConfig,
     *,

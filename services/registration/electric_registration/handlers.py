@@ -250,7 +250,6 @@ class Seated:
 
 
 def seat_entries(
-    engine: Engine,
     store: EventStore,
     config: TournamentConfig,
     *,
@@ -328,9 +327,7 @@ def seat_entries(
     return store.transact(work)
 
 
-def start_if_paid(
-    engine: Engine, store: EventStore, table_id: str, *, correlation_id: str = ""
-) -> set[str] | None:
+def start_if_paid(store: EventStore, table_id: str, *, correlation_id: str = "") -> set[str] | None:
     """Append the prepared TournamentStarted once every buy-in of the filled table is posted
     and split (exactly once: the status moves filled → running in the same transaction).
     It is caused by the TableFilled that owed the buy-ins and keeps its correlation id (the
@@ -377,7 +374,6 @@ class Unregistered:
 
 
 def unregister(
-    engine: Engine,
     store: EventStore,
     *,
     entry_id: str,

@@ -242,7 +242,6 @@ class Registrar:
             try:
                 return await asyncio.to_thread(
                     handlers.seat_entries,
-                    self.engine,
                     self.store,
                     self.config,
                     player_id=player_id,
@@ -287,7 +286,6 @@ class Registrar:
             try:
                 done = await asyncio.to_thread(
                     handlers.unregister,
-                    self.engine,
                     self.store,
                     entry_id=entry_id,
                     table_id=table_id,

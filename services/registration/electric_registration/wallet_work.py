@@ -68,6 +68,8 @@ class WalletCall:
     """One owed wallet op (an ``OwedCall``: grouped by table)."""
 
     op: wallet_ops.OwedOp
+    #: Whether a table's posts run together, then its moves (:attr:`stage`).
+    staged: bool = True
 
     @property
     def op_id(self) -> str:
@@ -88,10 +90,11 @@ class WalletCall:
         return self.op.causation_id
 
     @property
-    def stage(self) -> str:
+    def stage(self) -> str | None:
         """A table's posts run together, then its moves (``OwedWork`` stages; the settlement
-        owes every post before any move: ``electric_domain.lobby.buy_in_settlement``)."""
-        return self.op.kind
+        owes every post before any move: ``electric_domain.lobby.buy_in_settlement``);
+        unstaged, one op after the other."""
+        return self.op.kind if self.staged else None
 
     @property
     def blocking(self) -> bool:
@@ -114,6 +117,7 @@ class WalletWork:
         interval: float = 1.0,
         config: TournamentConfig | None = None,
         parallelism: int = WALLET_PARALLELISM,
+        staged: bool | None = None,
     ) -> None:
         self.config = config or default_config()
         self.engine = engine
@@ -121,6 +125,11 @@ class WalletWork:
         self.wallet = wallet
         self.notify = notify
         self.stale_after = stale_after
+        #: Stages on PostgreSQL only (unless told). On SQLite every bookkeeping write takes
+        #: the one database lock: a table's three posts marked done at once made writers
+        #: wait on each other, and a burst of 50 fills on the embedded runner settled in
+        #: 14.1 s (p50) against 8.9 s one op after the other (issue 26 item 5).
+        self.staged = engine.dialect.name == "postgresql" if staged is None else staged
         self.work: OwedWork[WalletCall, wallet_pb2.Transfer | None] = OwedWork(
             "wallet_op", self, interval=interval, parallelism=parallelism
         )
@@ -142,7 +151,7 @@ class WalletWork:
 
     def pending(self, group: str | None) -> list[WalletCall]:
         with self.engine.connect() as conn:
-            return [WalletCall(op) for op in wallet_ops.pending(conn, group)]
+            return [WalletCall(op, self.staged) for op in wallet_ops.pending(conn, group)]
 
     def groups_waiting(self) -> Iterable[str]:
         with self.engine.connect() as conn:
@@ -188,7 +197,6 @@ class WalletWork:
         try:
             done = await asyncio.to_thread(
                 cancellation.cancel_table,
-                self.engine,
                 self.store,
                 self.config,
                 table_id=op.table_id,
@@ -267,7 +275,7 @@ class WalletWork:
 
     async def settle(self, group: str) -> None:
         players = await asyncio.to_thread(
-            handlers.start_if_paid, self.engine, self.store, group, correlation_id=group
+            handlers.start_if_paid, self.store, group, correlation_id=group
         )
         if players:
             self.notify(players)

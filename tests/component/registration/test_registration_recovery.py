@@ -137,7 +137,8 @@ async def test_owed_wallet_work_of_several_tables_runs_concurrently_posts_then_m
         f"127.0.0.1:{stack.hosts['wallet'].grpc_port}", token_source("registration")
     )
     try:
-        work = WalletWork(engine, store, wallet, parallelism=4)
+        # Staged whatever the database (the default stages on PostgreSQL only).
+        work = WalletWork(engine, store, wallet, parallelism=4, staged=True)
         await work.run_pending()
     finally:
         await wallet.close()

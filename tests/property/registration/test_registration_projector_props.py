@@ -90,7 +90,6 @@ def _register(r: Registration, player: str, request_id: str, entries: int) -> No
     )
     if isinstance(begun, handlers.Attempt):
         handlers.seat_entries(
-            r.engine,
             r.store,
             r.config,
             player_id=player,
@@ -109,7 +108,6 @@ def _run(r: Registration, prefix: str, cmd: Cmd, request_id: str) -> None:
         entry_id = _choose(_ids(r.engine, t.entries, "entry_id"), cmd.pick)
         if entry_id is not None:
             handlers.unregister(
-                r.engine,
                 r.store,
                 entry_id=entry_id,
                 table_id="",
@@ -120,7 +118,6 @@ def _run(r: Registration, prefix: str, cmd: Cmd, request_id: str) -> None:
             )
     elif cmd.kind == "cancel" and table_id is not None:
         cancellation.cancel_table(
-            r.engine,
             r.store,
             r.config,
             table_id=table_id,
@@ -137,7 +134,7 @@ def _run(r: Registration, prefix: str, cmd: Cmd, request_id: str) -> None:
                 .where(t.wallet_ops.c.table_id == table_id)
                 .values(status="done")
             )
-        handlers.start_if_paid(r.engine, r.store, table_id, correlation_id=request_id)
+        handlers.start_if_paid(r.store, table_id, correlation_id=request_id)
     elif cmd.kind == "finish" and table_id is not None:
         # The table service's TournamentFinished (consumers.py): not in registration's log.
         with r.engine.begin() as conn:
