@@ -47,6 +47,9 @@ import pytest
 from electric.table.v1 import table_pb2, table_pb2_grpc
 from electric_eventlog import EventStore
 from electric_eventlog.kafka import KafkaBus
+from electric_eventlog.topics import partitions_for
+from electric_table.host.ownership import partition_for
+from electric_table.tournament.consumers import SOURCE_TOPIC
 from scale_fleet import StoreProbe, TableFleet, base_env
 
 from tests.chaos.partition import Partitions
@@ -123,6 +126,20 @@ async def _until(check: Callable[[], bool], what: str, timeout: float, fleet: Ta
             raise AssertionError(f"{what}: not within {timeout}s\n{fleet.logs()}")
         await asyncio.sleep(0.1)
     return time.monotonic() - began
+
+
+def _spread_ids(count: int) -> list[str]:
+    """``count`` table ids over every partition of the registration topic, round-robin:
+    whatever partitions the group gives each instance, every instance holding one holds
+    tables. With ids at random, 12 tables once fell in too few partitions, and a rebalance
+    wave left one instance with none: the split below never came back (CI, 7 Dec)."""
+    partitions = partitions_for(SOURCE_TOPIC)
+    ids: list[str] = []
+    while len(ids) < count:
+        table_id = str(uuid.uuid4())
+        if partition_for(table_id, partitions) == len(ids) % partitions:
+            ids.append(table_id)
+    return ids
 
 
 async def _publish_tables(kafka: str, namespace: str, ids: list[str]) -> None:
@@ -203,7 +220,7 @@ async def _scenario(
             }
             fleet.add(patient if partitions is not None and k > 0 else None)
         await asyncio.to_thread(fleet.wait_serving)
-        ids = [str(uuid.uuid4()) for _ in range(TABLES)]
+        ids = _spread_ids(TABLES)
         await _publish_tables(kafka_bootstrap, namespace, ids)
         addresses = {m.address for m in fleet.members}
 
