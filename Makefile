@@ -9,12 +9,21 @@ TOOLS := .tools
 BUF_VERSION := 1.75.0
 BUF := $(TOOLS)/node_modules/.bin/buf
 PROTO_FILES := $(shell find protos -name '*.proto')
+# The browser edge (Go) and the reference web client (TypeScript): built by the set-up, never
+# committed (docs/web-edge.md, docs/web-client.md).
+EDGE := $(TOOLS)/bin/electric-edge
+EDGE_SOURCES := $(wildcard web/edge/*.go) web/edge/go.mod web/edge/go.sum
+CLIENT := web/client/dist/index.html
+CLIENT_SOURCES := $(shell find web/client/src -name '*.ts' -not -path '*/gen/*' 2>/dev/null) \
+	web/client/package.json web/client/buf.gen.yaml web/client/index.html web/client/style.css
+NPM_INSTALL := npm install --silent --no-package-lock --no-audit --no-fund
 
 .PHONY: setup protos run test lint typecheck unit integration e2e buf-lint buf-breaking \
         bench exhaustive simulate paytable infra-up infra-down up down clean \
-        math math-check math-report simulate-casino fuzz e2e-casino soak e2e-scale e2e-fencing chaos audit-levels side-by-side
+        math math-check math-report simulate-casino fuzz e2e-casino soak e2e-scale e2e-fencing chaos audit-levels side-by-side \
+        web web-lint
 
-setup: $(STAMP) gen/.stamp
+setup: $(STAMP) gen/.stamp web
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,6 +41,21 @@ protos: $(STAMP)
 	$(BIN)/python tools/gen_protos.py
 	touch gen/.stamp
 
+## The browser edge and the web client (make setup builds both).
+web: $(EDGE) $(CLIENT)
+
+$(EDGE): $(EDGE_SOURCES)
+	mkdir -p $(TOOLS)/bin
+	cd web/edge && go build -o ../../$(EDGE) .
+
+$(CLIENT): $(CLIENT_SOURCES) $(PROTO_FILES)
+	cd web/client && $(NPM_INSTALL) && npm run --silent build
+
+## The edge's Go tests and vet, the client's type check.
+web-lint: web
+	cd web/edge && test -z "$$(gofmt -l .)" && go vet ./... && go test ./...
+	cd web/client && npm run --silent typecheck
+
 $(BUF):
 	mkdir -p $(TOOLS)
 	cd $(TOOLS) && npm install --silent --no-package-lock --no-save --no-audit --no-fund @bufbuild/buf@$(BUF_VERSION)
@@ -48,7 +72,7 @@ TEST_WORKERS ?= 2
 test: setup lint typecheck
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=20
 
-lint: setup buf-lint buf-breaking
+lint: setup buf-lint buf-breaking web-lint
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
@@ -78,9 +102,9 @@ bench: setup
 exhaustive: setup
 	$(BIN)/pytest -m slow -p no:cacheprovider --timeout=7200 tests
 
-## API fuzz test at full size (docs/api-fuzz.md): make fuzz N=50000 SEED=1
+## API fuzz test at full size (docs/api-fuzz.md): make fuzz N=50000 SEED=1 (EDGE=1: through web/edge)
 fuzz: setup
-	$(BIN)/python -m tests.support.fuzz_main -n $(or $(N),50000) $(if $(SEED),--seed $(SEED))
+	$(BIN)/python -m tests.support.fuzz_main -n $(or $(N),50000) $(if $(SEED),--seed $(SEED)) $(if $(EDGE),--edge)
 
 ## Electric Poker pay-table math sheet (optional CONFIG=path/to/config.yaml).
 paytable: setup

@@ -58,6 +58,7 @@ from electric_platform.server import ServiceHost, run_hosts
 from electric_platform.token import ISSUER_KEY_FILE
 
 from electric_runner.summary import Figures, follow_events, poll_wallet, render
+from electric_runner.web import DevSignIn, EdgeSettings, WebEdge, allowed_origins, web_port
 
 SetupFn = Callable[[ServiceHost], Awaitable[None]]
 
@@ -141,6 +142,10 @@ class RunnerOptions:
     #: Casino bots beside the poker bots: THB (each at a private table) and UTH (one table).
     thb_bots: int = 4
     uth_bots: int = 6
+    #: The browser edge's port (None: ELECTRIC_WEB_PORT or 8080; 0: a free one); web=False
+    #: starts no edge.
+    web_port: int | None = None
+    web: bool = True
 
 
 def parse_args(argv: Sequence[str] | None) -> RunnerOptions:
@@ -171,6 +176,13 @@ def parse_args(argv: Sequence[str] | None) -> RunnerOptions:
     )
     add_casino_options(parser)
     parser.add_argument(
+        "--web-port",
+        type=int,
+        default=None,
+        help="the browser edge and web client's port (0 = a free one); 8080",
+    )
+    parser.add_argument("--no-web", action="store_true", help="start no browser edge")
+    parser.add_argument(
         "--log-file",
         default="",
         help="service logs go here (default <var dir>/electric-run.log; '-' = stderr)",
@@ -194,6 +206,8 @@ def parse_args(argv: Sequence[str] | None) -> RunnerOptions:
         mix=mix,
         thb_bots=ns.thb_bots,
         uth_bots=ns.uth_bots,
+        web_port=ns.web_port,
+        web=not ns.no_web,
     )
 
 
@@ -275,7 +289,11 @@ async def _summary_loop(
     every: float,
     stop: asyncio.Event,
     casino: CasinoRunner | None = None,
+    web_ready: asyncio.Task[None] | None = None,
 ) -> None:
+    if web_ready is not None:
+        # The web line joins the header before the summary starts redrawing below it.
+        await asyncio.wait([web_ready], timeout=30)
     started = time.monotonic()
     while not stop.is_set():
         extra = f"uptime {int(time.monotonic() - started)}s"
@@ -317,6 +335,7 @@ async def run(options: RunnerOptions, environ: Mapping[str, str] | None = None) 
     tasks: list[asyncio.Task[object]] = []
     runner: BotRunner | None = None
     casino: CasinoRunner | None = None
+    web: list[WebEdge | DevSignIn] = []
 
     def ready(started: Sequence[ServiceHost]) -> None:
         nonlocal runner, casino
@@ -364,15 +383,18 @@ async def run(options: RunnerOptions, environ: Mapping[str, str] | None = None) 
             )
             tasks.append(asyncio.create_task(casino.run()))
             tasks.append(asyncio.create_task(_propagate(stop, casino.stop)))
+        web_ready = asyncio.create_task(_start_web(options, env, by_name, issuer_key, web))
         tasks.append(
             asyncio.create_task(
-                _summary_loop(figures, runner, screen, options.refresh, stop, casino)
+                _summary_loop(figures, runner, screen, options.refresh, stop, casino, web_ready)
             )
         )
         tasks.append(asyncio.create_task(_stop_with(started, stop)))
 
     code = await run_hosts(hosts, ready=ready)
     stop.set()
+    for part in web:
+        part.stop() if isinstance(part, WebEdge) else part.close()
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
@@ -402,6 +424,50 @@ def _kafka_bus(cfg: ServiceConfig) -> EventBus:
         client_id="electric-runner-summary",
         namespace=cfg.kafka_namespace,
     )
+
+
+async def _start_web(
+    options: RunnerOptions,
+    env: Mapping[str, str],
+    hosts: Mapping[str, ServiceHost],
+    issuer: SigningKey,
+    parts: list[WebEdge | DevSignIn],
+) -> None:
+    """Start development sign-in and the browser edge, and print the page's URL."""
+    if not options.web:
+        return
+    missing = WebEdge.available()
+    if missing:
+        print(f"  web:     not started: {missing}", flush=True)
+        return
+    sign_in = DevSignIn(
+        issuer, f"127.0.0.1:{hosts['wallet'].grpc_port}", asyncio.get_running_loop()
+    )
+    sign_in.start()
+    parts.append(sign_in)
+    settings = EdgeSettings(
+        port=web_port(options.web_port, options.free_ports, env),
+        backends={name: hosts[name].grpc_port for name in SERVICES},
+        dev_upstream=sign_in.url,
+        origins=allowed_origins(env),
+    )
+    log = _edge_log(options.log_file, Path(env.get("ELECTRIC_VAR_DIR") or "var"))
+    edge = WebEdge(settings, log)
+    parts.append(edge)
+    try:
+        url = await edge.start()
+    except (OSError, RuntimeError, TimeoutError) as exc:
+        print(f"  web:     the browser edge did not start: {exc}", flush=True)
+        return
+    print(f"  web:     {url}  (the web client; sign in with any name)", flush=True)
+
+
+def _edge_log(path: str, var_dir: Path) -> TextIO | None:
+    """The edge's JSON log lines go where the services' go (stderr for '-')."""
+    if path == "-":
+        return sys.stderr
+    target = Path(path) if path else var_dir / "electric-run.log"
+    return target.open("a", encoding="utf-8")
 
 
 async def _propagate(stop: asyncio.Event, casino_stop: asyncio.Event) -> None:

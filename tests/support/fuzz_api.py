@@ -27,6 +27,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import grpc
 import jwt
@@ -305,34 +306,19 @@ def _metadata_size(metadata: object) -> int:
     return total
 
 
-class FuzzRunner:
-    """Sends generated requests to the platform and checks every answer."""
+class Transport(Protocol):
+    """How the harness reaches the services: one call, its outcome (status, answer size)."""
 
-    def __init__(
-        self,
-        platform: Platform,
-        known: Known,
-        seated_player: str,
-        *,
-        seed: int,
-        rpcs: list[Rpc] | None = None,
-        check_state: bool = True,
-    ) -> None:
+    async def call(self, rpc: Rpc, request: Message, cred: Credential) -> Outcome: ...
+
+
+class NativeTransport:
+    """Native gRPC straight to each service (generic callables, no stubs)."""
+
+    def __init__(self, platform: Platform) -> None:
         self.platform = platform
-        self.rng = random.Random(seed)
-        self.rpcs = rpcs or discover_rpcs()
-        self.generator = RequestGenerator(self.rng, known)
-        self.credentials = credentials(platform, seated_player)
-        self.check_state = check_state
-        self.report = FuzzReport()
-        self._probe = StateProbe(platform.db_urls) if check_state else None
 
-    def _credential(self) -> Credential:
-        """A valid token two times in three (so calls get past authentication), else a bad one."""
-        valid = self.rng.random() < VALID_SHARE
-        return self.rng.choice([c for c in self.credentials if c.valid is valid])
-
-    async def _call(self, rpc: Rpc, request: Message, cred: Credential) -> Outcome:
+    async def call(self, rpc: Rpc, request: Message, cred: Credential) -> Outcome:
         channel = self.platform.channel(rpc.service)
         serialize = type(request).SerializeToString
         if not rpc.streaming:
@@ -366,6 +352,41 @@ class FuzzRunner:
         except grpc.aio.AioRpcError as err:
             out = _failed(err)
             return Outcome(out.code, max(out.size, largest), out.detail)
+
+
+class FuzzRunner:
+    """Sends generated requests to the platform and checks every answer."""
+
+    def __init__(
+        self,
+        platform: Platform,
+        known: Known,
+        seated_player: str,
+        *,
+        seed: int,
+        rpcs: list[Rpc] | None = None,
+        check_state: bool = True,
+        transport: Transport | None = None,
+    ) -> None:
+        self.platform = platform
+        #: Native gRPC unless given (e.g. the browser edge: :mod:`tests.support.fuzz_edge`).
+        self.transport: Transport = transport or NativeTransport(platform)
+        self.rng = random.Random(seed)
+        self.rpcs = rpcs or discover_rpcs()
+        self.generator = RequestGenerator(self.rng, known)
+        self.credentials = credentials(platform, seated_player)
+        self.check_state = check_state
+        self.report = FuzzReport()
+        self._probe = StateProbe(platform.db_urls) if check_state else None
+
+    def _credential(self) -> Credential:
+        """A valid token two times in three (so calls get past authentication), else a bad one."""
+        valid = self.rng.random() < VALID_SHARE
+        return self.rng.choice([c for c in self.credentials if c.valid is valid])
+
+    async def _call(self, rpc: Rpc, request: Message, cred: Credential) -> Outcome:
+        """The one place calls are made: through :attr:`transport`."""
+        return await self.transport.call(rpc, request, cred)
 
     async def run(self, calls: int, progress: Callable[[int], None] | None = None) -> FuzzReport:
         """Send ``calls`` generated requests; returns the report (also ``self.report``)."""

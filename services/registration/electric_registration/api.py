@@ -109,18 +109,18 @@ class RegistrationApi(registration_pb2_grpc.RegistrationServiceServicer):
         self._store = store or registrar.store
         self._work = work or registrar.work
 
-    def _read_tiers(self) -> list[repo.TierRow]:
+    def _read_tiers(self) -> tuple[list[repo.TierRow], dict[str, list[repo.RunningTableRow]]]:
         with self._engine.connect() as conn:
-            return repo.list_tiers(conn)
+            return repo.list_tiers(conn), repo.running_tables(conn)
 
     async def ListLobby(
         self, request: registration_pb2.ListLobbyRequest, context: Any
     ) -> registration_pb2.ListLobbyResponse:
         """Any authenticated caller may read the lobby."""
         current_principal()
-        rows = await asyncio.to_thread(self._read_tiers)
+        rows, running = await asyncio.to_thread(self._read_tiers)
         return registration_pb2.ListLobbyResponse(
-            tiers=[views.lobby_tier(r, self._config) for r in rows]
+            tiers=[views.lobby_tier(r, self._config, running.get(r.tier_id, ())) for r in rows]
         )
 
     def _read_my_tables(

@@ -4,6 +4,7 @@ lobby's tiers, player settings."""
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from electric.common.v1 import tournament_pb2
@@ -133,7 +134,24 @@ def my_table(row: repo.MyTableRow, config: TournamentConfig) -> registration_pb2
     return table
 
 
-def lobby_tier(r: repo.TierRow, config: TournamentConfig) -> registration_pb2.LobbyTier:
+def running_table(r: repo.RunningTableRow) -> registration_pb2.RunningTable:
+    table = registration_pb2.RunningTable(
+        table_id=r.table_id,
+        table_name=r.table_name,
+        multiplier=r.multiplier,
+        prize_pool=usd(r.prize_pool_cents),
+        current_hand_number=r.current_hand_number,
+    )
+    if r.started_at is not None:
+        table.started_at.CopyFrom(timestamp(_utc(r.started_at)))
+    return table
+
+
+def lobby_tier(
+    r: repo.TierRow,
+    config: TournamentConfig,
+    running: Sequence[repo.RunningTableRow] = (),
+) -> registration_pb2.LobbyTier:
     multipliers = [e.multiplier for e in config.pay_table.entries]
     total = config.pay_table.weight_total
     return registration_pb2.LobbyTier(
@@ -156,6 +174,7 @@ def lobby_tier(r: repo.TierRow, config: TournamentConfig) -> registration_pb2.Lo
         time_bank=ms_duration(config.time_bank_ms),
         level_duration=ms_duration(config.level_duration_ms),
         paytable_version=config.version,
+        running_tables=[running_table(t) for t in running],
         pay_table=[
             registration_pb2.PayTableRow(
                 multiplier=line.multiplier,

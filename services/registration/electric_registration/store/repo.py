@@ -34,6 +34,69 @@ class TierRow:
     players_waiting: int
 
 
+#: Running tables the lobby lists per tier (the most recently started first).
+RUNNING_TABLES_LISTED = 10
+
+
+@dataclass(frozen=True)
+class RunningTableRow:
+    """A table being played, for the lobby's "watch" list."""
+
+    table_id: str
+    tier_id: str
+    table_name: str
+    multiplier: int
+    prize_pool_cents: int
+    current_hand_number: int
+    started_at: datetime | None
+
+
+def running_tables(conn: Connection) -> dict[str, list[RunningTableRow]]:
+    """Per tier, its running tables, the most recently started first (at most
+    :data:`RUNNING_TABLES_LISTED` each)."""
+    # Tables start over and over; the ranking keeps the answer small whatever the history.
+    rank = (
+        func.row_number()
+        .over(
+            partition_by=t.tables.c.tier_id,
+            order_by=(t.tables.c.started_at.desc(), t.tables.c.table_id),
+        )
+        .label("rank")
+    )
+    ranked = (
+        select(
+            t.tables.c.table_id,
+            t.tables.c.tier_id,
+            t.tables.c.table_name,
+            t.tables.c.multiplier,
+            t.tables.c.prize_pool_cents,
+            t.tables.c.current_hand_number,
+            t.tables.c.started_at,
+            rank,
+        )
+        .where(t.tables.c.status == "running")
+        .subquery()
+    )
+    out: dict[str, list[RunningTableRow]] = {}
+    for r in conn.execute(
+        select(ranked)
+        .where(ranked.c.rank <= RUNNING_TABLES_LISTED)
+        .order_by(ranked.c.tier_id, ranked.c.rank)
+    ):
+        out.setdefault(r.tier_id, []).append(
+            RunningTableRow(
+                table_id=r.table_id,
+                tier_id=r.tier_id,
+                table_name=r.table_name,
+                multiplier=int(r.multiplier),
+                prize_pool_cents=int(r.prize_pool_cents),
+                current_hand_number=int(r.current_hand_number),
+                started_at=r.started_at,
+            )
+        )
+    return out
+
+
 def list_tiers(conn: Connection) -> list[TierRow]:
     """Active tiers, cheapest first, with open tables and waiting players."""
     registering = t.tables.c.status == "registering"
