@@ -19,6 +19,7 @@ pytestmark = pytest.mark.integration
 
 PLAYERS = ["ann", "ben", "cat"]
 ANTE = A.CASINO_BET_ACTION_ANTE
+DECISION_MS = 2500
 
 
 async def ended(env: UthEnv, round_id: str, player: str) -> A.CasinoRoundView:
@@ -57,8 +58,9 @@ async def test_uth_on_postgres_settles_and_resumes_after_a_restart(
             for p in PLAYERS:
                 await env.bet(p, ANTE, 500)
             await env.wait("ann", lambda v: v.round_id == first and v.phase == "preflop")
-            for p in PLAYERS:
-                await env.decide(p, first, A.CASINO_DECISION_PLAY_4X)
+            await asyncio.gather(
+                *(env.decide(p, first, A.CASINO_DECISION_PLAY_4X) for p in PLAYERS)
+            )
             for p in PLAYERS:
                 r = await ended(env, first, p)
                 assert r.status == "settled"
@@ -70,7 +72,8 @@ async def test_uth_on_postgres_settles_and_resumes_after_a_restart(
             for p in PLAYERS:
                 await env.bet(p, ANTE, 300)
             await env.wait("ann", lambda v: v.round_id == second and v.phase == "preflop")
-        await asyncio.sleep(2.0)  # every window of the second round expires while down
+        # Every window of the second round (pre-flop, flop, river) expires while down.
+        await asyncio.sleep(3 * DECISION_MS / 1000 + 1.0)
         async with table_host(tmp_path, wallet, timing, fresh_pg_url) as env:
             for p in PLAYERS:
                 r = await ended(env, second, p)

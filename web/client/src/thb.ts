@@ -79,7 +79,7 @@ export function mountThb(root: HTMLElement, roundId?: string): () => void {
   function roundEl(r: CasinoRoundView): HTMLElement {
     const cards = (label: string, ids: number[], testid: string) =>
       h("div", { class: "cards-row", "data-testid": testid, "data-cards": ids.map(cardIdText).join(" ") }, h("span", { class: "label" }, label), ...ids.map((c) => cardElement(cardIdText(c))));
-    const bets = r.bets.map((b) => h("span", { class: "spot", "data-spot": b.spot, "data-cents": b.amountCents.toString() }, `${b.spot} ${money(b.amountCents)}`));
+    const bets = r.bets.map((b) => h("span", { class: "bet", "data-spot": b.spot, "data-cents": b.amountCents.toString() }, `${b.spot} ${money(b.amountCents)}`));
     const decisions = r.legal
       .filter((l) => l in DECISIONS)
       .map((l) => {
