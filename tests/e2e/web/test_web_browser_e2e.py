@@ -20,7 +20,8 @@ from typing import Any, TypeVar
 import pytest
 from electric.table.v1 import casino_events_pb2 as cev
 from electric.table.v1 import events_pb2 as tev
-from playwright.sync_api import Page
+from playwright.sync_api import Locator, Page
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.support.web_browser import ARTIFACTS, RunProcess, Stores, chromium
 
@@ -46,6 +47,16 @@ def tid(name: str) -> str:
 
 def attr(page: Page, name: str, attribute: str) -> str:
     return page.locator(tid(name)).first.get_attribute(attribute) or ""
+
+
+def tap(button: Locator) -> bool:
+    """Click, unless the button went meanwhile (the turn or the window moved on): the caller's
+    loop looks again."""
+    try:
+        button.click(timeout=3000)
+    except PlaywrightTimeout:
+        return False
+    return True
 
 
 def until(what: str, probe: Callable[[], T | None], seconds: float, page: Page) -> T:
@@ -132,7 +143,7 @@ class Screens:
             for name in ("allin", "call", "check"):
                 button = page.locator(tid(f"action-{name}"))
                 if button.count():
-                    button.first.click()
+                    tap(button.first)
                     break
             # The buttons go when the snapshot after my act arrives.
             page.wait_for_timeout(STEP_MS)
@@ -184,7 +195,7 @@ class Screens:
             for option in ("call_flop", "check"):
                 button = page.locator(tid(f"thb-decide-{option}"))
                 if button.count():
-                    button.first.click()
+                    tap(button.first)
                     break
             page.wait_for_timeout(STEP_MS)
         self.shot("4-thb-result")
@@ -236,8 +247,7 @@ class Screens:
             if first and not decided and decisions["check"].count():
                 self.shot("5-uth-decision")
             for name in ("check", "1x"):
-                if decisions[name].count():
-                    decisions[name].first.click()
+                if decisions[name].count() and tap(decisions[name].first):
                     decided = True
                     break
             page.wait_for_timeout(STEP_MS)

@@ -11,6 +11,9 @@ import type { ListCasinoLobbyResponse } from "./gen/electric/registration/v1/cas
 import { myTablesSnapshot, onMyTables } from "./mytables";
 
 const LOBBY_POLL_MS = 3000;
+// While no table is being played (a platform just started), the lobby asks every second, so
+// the first running table shows as soon as it starts.
+const LOBBY_QUICK_POLL_MS = 1000;
 const BALANCE_POLL_MS = 3000;
 
 // ---------------------------------------------------------------------------- balance
@@ -80,8 +83,14 @@ export function mountLobby(root: HTMLElement): () => void {
     if (lobby) tiersEl.replaceChildren(...tiers.map(tierRow));
     if (casino) casinoEl.replaceChildren(...casinoRows(casino));
   };
-  void load();
-  const t = setInterval(() => void load(), LOBBY_POLL_MS);
+  let t: ReturnType<typeof setTimeout> | undefined;
+  const poll = async () => {
+    await load();
+    if (stopped) return;
+    const playing = tiers.some((tier) => tier.runningTables.length > 0);
+    t = setTimeout(() => void poll(), playing ? LOBBY_POLL_MS : LOBBY_QUICK_POLL_MS);
+  };
+  void poll();
   // Unregister depends on my entries: redraw the tiers when My Tables changes.
   // (My Tables changes on every action at my tables: redraw only when the entries change.)
   let entriesKey = "";
@@ -93,7 +102,7 @@ export function mountLobby(root: HTMLElement): () => void {
   });
   return () => {
     stopped = true;
-    clearInterval(t);
+    clearTimeout(t);
     off();
   };
 }

@@ -118,12 +118,25 @@ export function mountUth(root: HTMLElement, tableId: string): () => void {
       cards("Board ", v.board, "uth-board"),
       cards("Player ", v.playerCards, "uth-player-cards", v.playerHand),
     );
-    drawChips();
-    drawSpots(v);
-    drawBetButtons(v);
-    drawDecisions(v);
-    drawAuto();
+    // The clickable parts are redrawn only when what they show changed: at a busy table a
+    // view arrives several times a second, and a button replaced under the pointer loses
+    // the click (press on one element, release on its replacement).
+    const legal = v.legal.join(",");
+    const stagedKey = staged.map((x) => `${x.spot}:${x.cents}`).join(",");
+    keyed(chipsEl, String(selected), drawChips);
+    keyed(spotsEl, [v.roundId, v.light, legal, v.anteCents, v.tripsCents, v.playCents, stagedKey].join("|"), () => drawSpots(v));
+    keyed(betButtons, [v.roundId, v.light, legal, stagedKey].join("|"), () => drawBetButtons(v));
+    const made = v.decisions.map((d) => `${d.street}:${d.action}:${d.timedOut}`).join(",");
+    keyed(decideEl, [v.roundId, v.phase, legal, made].join("|"), () => drawDecisions(v));
+    keyed(autoEl, `${auto.check}|${auto.fold}`, drawAuto);
     drawResult(v);
+  }
+
+  /** Calls `draw` unless `el` was last drawn (through here) for the same `key`. */
+  function keyed(el: HTMLElement, key: string, draw: () => void): void {
+    if (el.dataset.drawnFor === key) return;
+    el.dataset.drawnFor = key;
+    draw();
   }
 
   function drawChips(): void {
