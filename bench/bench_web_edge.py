@@ -31,6 +31,7 @@ from pathlib import Path
 
 import grpc
 from connectrpc.client import ConnectClient
+from connectrpc.code import Code
 from connectrpc.errors import ConnectError
 from connectrpc.method import IdempotencyLevel, MethodInfo
 from electric.registration.v1 import registration_pb2, registration_pb2_grpc
@@ -163,7 +164,11 @@ class Bench:
             else:
                 stub = table_pb2_grpc.TableServiceStub(self.table)
                 await stub.Act(request, metadata=self.md(player), timeout=10)
-        except ConnectError:
+        except ConnectError as err:
+            # The same answers the direct path counts as stale; anything else is a failure of
+            # the edge path and stops the bench, as it does on the direct path.
+            if err.code not in (Code.FAILED_PRECONDITION, Code.ABORTED):
+                raise
             self.refused[path] += 1
             return
         except grpc.aio.AioRpcError as err:

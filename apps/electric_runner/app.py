@@ -384,6 +384,7 @@ async def run(options: RunnerOptions, environ: Mapping[str, str] | None = None) 
             tasks.append(asyncio.create_task(casino.run()))
             tasks.append(asyncio.create_task(_propagate(stop, casino.stop)))
         web_ready = asyncio.create_task(_start_web(options, env, by_name, issuer_key, web))
+        tasks.append(web_ready)
         tasks.append(
             asyncio.create_task(
                 _summary_loop(figures, runner, screen, options.refresh, stop, casino, web_ready)
@@ -391,13 +392,18 @@ async def run(options: RunnerOptions, environ: Mapping[str, str] | None = None) 
         )
         tasks.append(asyncio.create_task(_stop_with(started, stop)))
 
-    code = await run_hosts(hosts, ready=ready)
-    stop.set()
-    for part in web:
-        part.stop() if isinstance(part, WebEdge) else part.close()
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+    try:
+        code = await run_hosts(hosts, ready=ready)
+    finally:
+        stop.set()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for part in web:
+            if isinstance(part, WebEdge):
+                part.stop()
+            else:
+                await part.close()
     print(
         f"stopped: {figures.tournaments_finished} tournaments finished, "
         f"{figures.hands_dealt} hands dealt; exit code {code}",
@@ -451,10 +457,11 @@ async def _start_web(
         dev_upstream=sign_in.url,
         origins=allowed_origins(env),
     )
-    log = _edge_log(options.log_file, Path(env.get("ELECTRIC_VAR_DIR") or "var"))
-    edge = WebEdge(settings, log)
-    parts.append(edge)
     try:
+        edge = WebEdge(
+            settings, _edge_log(options.log_file, Path(env.get("ELECTRIC_VAR_DIR") or "var"))
+        )
+        parts.append(edge)
         url = await edge.start()
     except (OSError, RuntimeError, TimeoutError) as exc:
         print(f"  web:     the browser edge did not start: {exc}", flush=True)

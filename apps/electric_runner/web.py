@@ -19,6 +19,7 @@ import base64
 import json
 import re
 import subprocess
+import sys
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -64,9 +65,8 @@ class DevSignIn:
         self._issuer = issuer
         self._loop = loop
         self._operator = TokenSource(issuer, "electric-runner-cashier", Role.OPERATOR)
-        self._wallet = wallet_pb2_grpc.WalletServiceStub(
-            retrying_channel(wallet_target, WALLET_SERVICE_CONFIG)
-        )
+        self._channel = retrying_channel(wallet_target, WALLET_SERVICE_CONFIG)
+        self._wallet = wallet_pb2_grpc.WalletServiceStub(self._channel)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(
@@ -81,9 +81,11 @@ class DevSignIn:
     def start(self) -> None:
         self._thread.start()
 
-    def close(self) -> None:
-        self._server.shutdown()
+    async def close(self) -> None:
+        if self._thread.is_alive():
+            self._server.shutdown()
         self._server.server_close()
+        await self._channel.close(None)
 
     def sign_in(self, player: str) -> dict[str, object]:
         """A token for ``player``; funds the player the first time (runs on a server thread)."""
@@ -190,6 +192,9 @@ class WebEdge:
             str(CLIENT_DIST),
             "-dev-upstream",
             s.dev_upstream,
+            # The edge stops when this process's end of its stdin closes: a runner killed
+            # with SIGKILL leaves no edge behind.
+            "-exit-on-stdin-eof",
         ]
         for service, port in s.backends.items():
             args += ["-backend", f"{PACKAGES[service]}=127.0.0.1:{port}"]
@@ -201,6 +206,7 @@ class WebEdge:
         """Start the edge; its URL once it listens."""
         self._process = subprocess.Popen(
             self.command(),
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._log if self._log is not None else subprocess.DEVNULL,
             text=True,
@@ -208,12 +214,17 @@ class WebEdge:
         assert self._process.stdout is not None
         line = await asyncio.wait_for(asyncio.to_thread(self._process.stdout.readline), timeout=30)
         if not line.startswith("edge listening on "):
-            code = self._process.poll()
+            try:
+                code: int | None = self._process.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                code = None
             raise RuntimeError(f"exit {code}: {line.strip()} (its log: the run's log file)")
         self.address = line.removeprefix("edge listening on ").strip()
         return f"http://{self.address}/"
 
     def stop(self) -> None:
+        if self._log is not None and self._log is not sys.stderr:
+            self._log.close()
         if self._process is None or self._process.poll() is not None:
             return
         self._process.terminate()

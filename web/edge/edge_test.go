@@ -168,7 +168,7 @@ func TestParseConfig(t *testing.T) {
 	if !slices.Equal(cfg.Origins, []string{"https://a.test", "https://b.test"}) {
 		t.Errorf("origins: %v", cfg.Origins)
 	}
-	want := Limits{MaxRequestBytes: 1024, Rate: 2.5, Burst: 7, MaxStreams: 3}
+	want := Limits{MaxRequestBytes: 1024, Rate: 2.5, Burst: 7, AddressRate: 10, AddressBurst: 28, MaxStreams: 3}
 	if cfg.Limits != want {
 		t.Errorf("limits: %+v, want %+v", cfg.Limits, want)
 	}
@@ -176,7 +176,7 @@ func TestParseConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if (defaults.Limits != Limits{MaxRequestBytes: 64 << 10, Rate: 50, Burst: 100, MaxStreams: 16}) {
+	if (defaults.Limits != Limits{MaxRequestBytes: 64 << 10, Rate: 50, Burst: 100, AddressRate: 200, AddressBurst: 400, MaxStreams: 16}) {
 		t.Errorf("default limits: %+v", defaults.Limits)
 	}
 	for _, bad := range []string{"electric.table.v1", "=127.0.0.1:1", "electric.table.v1="} {

@@ -2,33 +2,19 @@ package main
 
 import (
 	"bytes"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"connectrpc.com/connect"
 	"github.com/rs/cors"
-	"golang.org/x/time/rate"
 )
 
-// Limits are what one caller may spend at the edge. A caller is the token's subject (read,
-// not verified: the services verify every token) or, without a token, the remote address.
-type Limits struct {
-	// MaxRequestBytes bounds a request body; a larger one is refused before it is read.
-	MaxRequestBytes int64
-	// Rate and Burst bound calls per second per caller (a stream counts once, at its start).
-	Rate  float64
-	Burst int
-	// MaxStreams bounds the server streams one caller holds open at once.
-	MaxStreams int
-}
+// bodyReadTimeout bounds the reading of a request body of unknown length.
+const bodyReadTimeout = 30 * time.Second
 
 // Guard is what stands between the internet and the transcoder: origins, methods, sizes
 // and rates. Every refusal is written in the caller's own protocol (Connect, gRPC-Web or
@@ -37,19 +23,15 @@ type Guard struct {
 	// public maps each public method's path to whether it is a server stream.
 	public  map[string]bool
 	origins map[string]bool
+	// hosts are the host:port values the edge is reached by; its own origin is http(s) on
+	// one of them. Empty: the request's Host is trusted (tests, and an edge on 0.0.0.0 told
+	// no public host).
+	hosts   map[string]bool
 	limits  Limits
+	limiter *Limiter
 	cors    *cors.Cors
 	errors  *connect.ErrorWriter
 	log     *slog.Logger
-
-	mu      sync.Mutex
-	callers map[string]*caller
-}
-
-type caller struct {
-	limiter *rate.Limiter
-	streams int
-	seen    time.Time
 }
 
 // NewGuard allows the given public methods (path -> server stream), from the given
@@ -59,16 +41,17 @@ func NewGuard(public map[string]bool, origins []string, limits Limits, log *slog
 		public:  public,
 		origins: map[string]bool{},
 		limits:  limits,
+		hosts:   map[string]bool{},
+		limiter: NewLimiter(limits),
 		errors:  connect.NewErrorWriter(),
 		log:     log,
-		callers: map[string]*caller{},
 	}
 	for _, o := range origins {
 		g.origins[strings.TrimSuffix(o, "/")] = true
 	}
 	g.cors = cors.New(cors.Options{
 		AllowOriginFunc: g.originAllowed,
-		AllowedMethods:  []string{http.MethodGet, http.MethodPost},
+		AllowedMethods:  []string{http.MethodPost},
 		// The request headers of the Connect, gRPC-Web and gRPC protocols, and the token.
 		AllowedHeaders: []string{
 			"Authorization", "Content-Type", "Connect-Protocol-Version", "Connect-Timeout-Ms",
@@ -91,8 +74,52 @@ func (g *Guard) originAllowed(origin string) bool {
 	return g.origins[origin]
 }
 
-func sameOrigin(r *http.Request, origin string) bool {
-	return origin == "http://"+r.Host || origin == "https://"+r.Host
+// SetHosts names the host:port values the edge is reached by (see Guard.hosts).
+func (g *Guard) SetHosts(hosts []string) {
+	for _, h := range hosts {
+		g.hosts[h] = true
+	}
+}
+
+// HostAllowed: a request's Host is one the edge is reached by. A page on another name that
+// resolves here (DNS rebinding) is refused, whatever Origin it sends.
+func (g *Guard) HostAllowed(host string) bool {
+	return len(g.hosts) == 0 || g.hosts[host]
+}
+
+// sameOrigin: the page the edge itself serves.
+func (g *Guard) sameOrigin(r *http.Request, origin string) bool {
+	if len(g.hosts) == 0 {
+		return origin == "http://"+r.Host || origin == "https://"+r.Host
+	}
+	for h := range g.hosts {
+		if origin == "http://"+h || origin == "https://"+h {
+			return true
+		}
+	}
+	return false
+}
+
+// compressed: the request body is compressed. The edge takes none: the transcoder would
+// inflate it before any limit applied (61 KB of gzip became 128 MB), and browsers' Connect
+// and gRPC-Web clients send requests uncompressed.
+func compressed(r *http.Request) bool {
+	for _, name := range []string{"Content-Encoding", "Connect-Content-Encoding", "Grpc-Encoding"} {
+		if v := r.Header.Get(name); v != "" && v != "identity" {
+			return true
+		}
+	}
+	return false
+}
+
+// stripInternalHeaders drops the metadata the services exchange among themselves
+// (x-electric-*, such as the table's forwarding mark): only a service may set it.
+func stripInternalHeaders(r *http.Request) {
+	for name := range r.Header {
+		if strings.HasPrefix(strings.ToLower(name), "x-electric-") {
+			r.Header.Del(name)
+		}
+	}
 }
 
 // Wrap puts the guard in front of next (the transcoder).
@@ -108,6 +135,11 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 			g.refuse(w, r, connect.CodeUnimplemented, "not_public", "method not served here")
 			return
 		}
+		if compressed(r) {
+			g.refuse(w, r, connect.CodeUnimplemented, "compressed",
+				"compressed requests are not accepted: send identity")
+			return
+		}
 		if g.limits.MaxRequestBytes > 0 {
 			if r.ContentLength > g.limits.MaxRequestBytes {
 				g.refuse(w, r, connect.CodeResourceExhausted, "too_large",
@@ -115,8 +147,7 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 				return
 			}
 		}
-		key := callerKey(r)
-		release, ok := g.admit(key, stream)
+		release, ok := g.limiter.Admit(r, stream)
 		if !ok {
 			g.refuse(w, r, connect.CodeResourceExhausted, "rate", "too many calls: slow down")
 			return
@@ -125,12 +156,18 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 		if g.limits.MaxRequestBytes > 0 && !g.boundBody(w, r) {
 			return
 		}
+		stripInternalHeaders(r)
 		next.ServeHTTP(w, r)
 	})
-	withCors := g.cors.Handler(checked)
+	return g.Origins(g.cors.Handler(checked))
+}
+
+// Origins refuses a request from an Origin that is neither the edge's own nor on the list
+// (a preflight with 403 and no CORS headers).
+func (g *Guard) Origins(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		origin := r.Header.Get("Origin")
-		if origin != "" && !sameOrigin(r, origin) && !g.originAllowed(origin) {
+		if origin != "" && !g.sameOrigin(r, origin) && !g.originAllowed(origin) {
 			if r.Method == http.MethodOptions {
 				g.log.Warn("refused", "reason", "origin", "origin", origin, "path", r.URL.Path)
 				w.WriteHeader(http.StatusForbidden)
@@ -139,8 +176,39 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 			g.refuse(w, r, connect.CodePermissionDenied, "origin", "origin not allowed")
 			return
 		}
-		withCors.ServeHTTP(w, r)
+		next.ServeHTTP(w, r)
 	})
+}
+
+// Hosts refuses a request whose Host the edge is not reached by.
+func (g *Guard) Hosts(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !g.HostAllowed(r.Host) {
+			g.refuse(w, r, connect.CodePermissionDenied, "host", "unknown host")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Dev guards the development sign-in: the edge's own page (or a listed origin) only, a JSON
+// body of at most 4 KiB (a form post cannot send one without a preflight), and the address
+// budget of the RPCs.
+func (g *Guard) Dev(next http.Handler) http.Handler {
+	return g.Origins(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+			http.Error(w, "sign-in takes application/json", http.StatusUnsupportedMediaType)
+			return
+		}
+		release, ok := g.limiter.Admit(r, false)
+		if !ok {
+			http.Error(w, "too many sign-ins: slow down", http.StatusTooManyRequests)
+			return
+		}
+		defer release()
+		r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+		next.ServeHTTP(w, r)
+	}))
 }
 
 // boundBody enforces MaxRequestBytes on a body of unknown length (chunked: gRPC-Web and
@@ -155,9 +223,16 @@ func (g *Guard) boundBody(w http.ResponseWriter, r *http.Request) bool {
 		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		return true
 	}
+	// A sender that stalls mid-body must not hold the call (and its stream slot) forever.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyReadTimeout))
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	if err != nil {
-		g.refuse(w, r, connect.CodeCanceled, "body", "the request body could not be read")
+		code := connect.CodeInvalidArgument
+		if r.Context().Err() != nil {
+			code = connect.CodeCanceled
+		}
+		g.refuse(w, r, code, "body", "the request body could not be read")
 		return false
 	}
 	if int64(len(body)) > limit {
@@ -190,72 +265,4 @@ func (g *Guard) refuse(w http.ResponseWriter, r *http.Request, code connect.Code
 		status = http.StatusTooManyRequests
 	}
 	http.Error(w, msg, status)
-}
-
-// admit takes one call of key's rate (and a stream slot when stream); release gives the
-// slot back when the call ends.
-func (g *Guard) admit(key string, stream bool) (release func(), ok bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	now := time.Now()
-	c := g.callers[key]
-	if c == nil {
-		g.sweep(now)
-		c = &caller{limiter: rate.NewLimiter(rate.Limit(g.limits.Rate), g.limits.Burst)}
-		g.callers[key] = c
-	}
-	c.seen = now
-	if g.limits.Rate > 0 && !c.limiter.AllowN(now, 1) {
-		return nil, false
-	}
-	if !stream {
-		return func() {}, true
-	}
-	if g.limits.MaxStreams > 0 && c.streams >= g.limits.MaxStreams {
-		return nil, false
-	}
-	c.streams++
-	return func() {
-		g.mu.Lock()
-		c.streams--
-		c.seen = time.Now()
-		g.mu.Unlock()
-	}, true
-}
-
-// sweep forgets callers idle for 10 minutes (with no stream open), so the map stays small.
-func (g *Guard) sweep(now time.Time) {
-	if len(g.callers) < 1024 {
-		return
-	}
-	for key, c := range g.callers {
-		if c.streams == 0 && now.Sub(c.seen) > 10*time.Minute {
-			delete(g.callers, key)
-		}
-	}
-}
-
-// callerKey: the bearer token's subject when there is one, else the remote address. The
-// payload is decoded only to key the limiter; a forged subject gains nothing, because the
-// services refuse a token they cannot verify.
-func callerKey(r *http.Request) string {
-	auth := r.Header.Get("Authorization")
-	if token, ok := strings.CutPrefix(auth, "Bearer "); ok {
-		parts := strings.Split(token, ".")
-		if len(parts) == 3 {
-			if payload, err := base64.RawURLEncoding.DecodeString(parts[1]); err == nil {
-				var claims struct {
-					Sub string `json:"sub"`
-				}
-				if json.Unmarshal(payload, &claims) == nil && claims.Sub != "" {
-					return "sub:" + claims.Sub
-				}
-			}
-		}
-	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	return "addr:" + host
 }

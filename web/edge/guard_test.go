@@ -249,15 +249,15 @@ func TestRatesArePerCaller(t *testing.T) {
 	}
 }
 
-func TestCallerKey(t *testing.T) {
+func TestSubjectAndRemoteHost(t *testing.T) {
 	r := withToken(connectRequest(unaryPath, "", 0), "alice")
-	if got := callerKey(r); got != "sub:alice" {
+	if got := subject(r); got != "alice" {
 		t.Errorf("with token: %q", got)
 	}
 	r.Header.Set("Authorization", "Bearer not.a-jwt!.x")
 	r.RemoteAddr = "10.1.2.3:4567"
-	if got := callerKey(r); got != "addr:10.1.2.3" {
-		t.Errorf("garbage token: %q", got)
+	if got, host := subject(r), remoteHost(r); got != "" || host != "10.1.2.3" {
+		t.Errorf("garbage token: %q from %q", got, host)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -40,23 +41,30 @@ type Config struct {
 	Listen      string
 	Descriptors string
 	// Backends maps a proto package ("electric.table.v1") to the host:port serving it.
-	Backends    map[string]string
-	Origins     []string
+	Backends map[string]string
+	Origins  []string
+	// Hosts are the host:port values the edge is reached by (-public-host, else its listen
+	// address, and localhost for a loopback one).
+	Hosts       []string
 	Static      string
 	DevUpstream string
 	Limits      Limits
 	PrintPublic bool
+	// StdinEOF: stop when standard input closes (a parent that dies takes the edge along).
+	StdinEOF bool
 }
 
 func parseConfig(args []string) (Config, error) {
 	fs := flag.NewFlagSet("electric-edge", flag.ContinueOnError)
 	cfg := Config{Backends: map[string]string{}}
-	var backends, origins listFlag
+	var backends, origins, hosts listFlag
 	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:8080", "host:port to serve on")
 	fs.StringVar(&cfg.Descriptors, "descriptors", "gen/electric/descriptor_set.pb",
 		"FileDescriptorSet of the platform's protos, with imports")
 	fs.Var(&backends, "backend", "PACKAGE=HOST:PORT, e.g. electric.table.v1=127.0.0.1:50052 (repeat)")
 	fs.Var(&origins, "allow-origin", "a browser origin allowed besides the edge's own (repeat)")
+	fs.Var(&hosts, "public-host", "a HOST:PORT browsers reach the edge by (repeat; default: "+
+		"the listen address, and localhost:PORT for a loopback one)")
 	fs.StringVar(&cfg.Static, "static", "", "directory of the web client's built files")
 	fs.StringVar(&cfg.DevUpstream, "dev-upstream", "",
 		"URL that /dev/ is forwarded to (the embedded runner's development sign-in)")
@@ -64,6 +72,11 @@ func parseConfig(args []string) (Config, error) {
 	fs.Float64Var(&cfg.Limits.Rate, "rate", 50, "calls per second per caller")
 	fs.IntVar(&cfg.Limits.Burst, "burst", 100, "calls a caller may make at once above the rate")
 	fs.IntVar(&cfg.Limits.MaxStreams, "max-streams", 16, "open server streams per caller")
+	fs.Float64Var(&cfg.Limits.AddressRate, "address-rate", -1,
+		"calls per second per remote address, whatever its tokens (default 4x -rate)")
+	fs.IntVar(&cfg.Limits.AddressBurst, "address-burst", -1,
+		"calls a remote address may make at once above its rate (default 4x -burst)")
+	fs.BoolVar(&cfg.StdinEOF, "exit-on-stdin-eof", false, "stop when standard input closes")
 	fs.BoolVar(&cfg.PrintPublic, "print-public", false, "print the public methods and exit")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -76,6 +89,13 @@ func parseConfig(args []string) (Config, error) {
 		cfg.Backends[pkg] = addr
 	}
 	cfg.Origins = origins
+	cfg.Hosts = hosts
+	if cfg.Limits.AddressRate < 0 {
+		cfg.Limits.AddressRate = 4 * cfg.Limits.Rate
+	}
+	if cfg.Limits.AddressBurst < 0 {
+		cfg.Limits.AddressBurst = 4 * cfg.Limits.Burst
+	}
 	return cfg, nil
 }
 
@@ -102,12 +122,16 @@ func run(cfg Config, log *slog.Logger) error {
 		}
 		return nil
 	}
-	handler, err := NewHandler(cfg, schema, log)
+	listener, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return err
 	}
-	listener, err := net.Listen("tcp", cfg.Listen)
+	if len(cfg.Hosts) == 0 {
+		cfg.Hosts = listenHosts(listener.Addr().(*net.TCPAddr))
+	}
+	handler, err := NewHandler(cfg, schema, log)
 	if err != nil {
+		_ = listener.Close()
 		return err
 	}
 	protocols := new(http.Protocols)
@@ -117,6 +141,7 @@ func run(cfg Config, log *slog.Logger) error {
 	server := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
 		Protocols:         protocols,
 	}
 	log.Info("edge listening", "url", "http://"+listener.Addr().String()+"/",
@@ -125,6 +150,12 @@ func run(cfg Config, log *slog.Logger) error {
 	fmt.Printf("edge listening on %s\n", listener.Addr().String())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if cfg.StdinEOF {
+		go func() {
+			_, _ = io.Copy(io.Discard, os.Stdin)
+			stop()
+		}()
+	}
 	served := make(chan error, 1)
 	go func() { served <- server.Serve(listener) }()
 	select {
@@ -151,7 +182,9 @@ func NewHandler(cfg Config, schema *Schema, log *slog.Logger) (http.Handler, err
 	for path, method := range schema.Public {
 		public[path] = method.IsStreamingServer()
 	}
-	rpc := NewGuard(public, cfg.Origins, cfg.Limits, log).Wrap(transcoder)
+	guard := NewGuard(public, cfg.Origins, cfg.Limits, log)
+	guard.SetHosts(cfg.Hosts)
+	rpc := guard.Wrap(transcoder)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("ok\n"))
@@ -161,7 +194,7 @@ func NewHandler(cfg Config, schema *Schema, log *slog.Logger) (http.Handler, err
 		if err != nil {
 			return nil, fmt.Errorf("-dev-upstream: %w", err)
 		}
-		mux.Handle("POST /dev/", httputil.NewSingleHostReverseProxy(target))
+		mux.Handle("POST /dev/", guard.Dev(httputil.NewSingleHostReverseProxy(target)))
 	}
 	// Every RPC protocol posts (Connect unary GET is not enabled); a preflight is OPTIONS.
 	mux.Handle("POST /", rpc)
@@ -169,7 +202,21 @@ func NewHandler(cfg Config, schema *Schema, log *slog.Logger) (http.Handler, err
 	if cfg.Static != "" {
 		mux.Handle("GET /", staticFiles(cfg.Static))
 	}
-	return mux, nil
+	return guard.Hosts(mux), nil
+}
+
+// listenHosts: the host:port values a loopback or specific listen address is reached by.
+// An unspecified one (0.0.0.0, as in a container) names none: give -public-host there.
+func listenHosts(addr *net.TCPAddr) []string {
+	if addr.IP.IsUnspecified() {
+		return nil
+	}
+	port := fmt.Sprint(addr.Port)
+	hosts := []string{net.JoinHostPort(addr.IP.String(), port)}
+	if addr.IP.IsLoopback() {
+		hosts = append(hosts, net.JoinHostPort("localhost", port))
+	}
+	return hosts
 }
 
 // newTranscoder: one vanguard service per platform service, each sent to its backend as

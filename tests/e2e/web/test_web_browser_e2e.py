@@ -28,8 +28,9 @@ from tests.support.web_browser import ARTIFACTS, RunProcess, Stores, chromium
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
 PLAYER = "ada"
+#: The issue's bound: the page shows a running table within 10 s of being opened.
+RUNNING_TABLE_SECONDS = 10.0
 #: Generous bounds: a loaded 2-core machine runs this beside Chromium and 15 bots.
-RUNNING_TABLE_SECONDS = 90.0
 TOURNAMENT_SECONDS = 300.0
 STEP_MS = 250
 #: UTH windows long enough to click through under load (the table's own settings).
@@ -229,28 +230,44 @@ class Screens:
             page.locator(tid("uth-spot-trips")).click()
             page.locator(tid("uth-place")).click()
         else:
+            # Round 2 is the page's own: Repeat, and auto-check with auto-fold answer every
+            # window (pre-flop and flop checks, the river fold) without a click.
             page.locator(tid("uth-repeat")).click()
             page.locator(tid("uth-auto-check")).check()
+            page.locator(tid("uth-auto-fold")).check()
         until(
             "my bets on the table",
             lambda: int(attr(page, "uth-spot-ante", "data-cents") or 0) > 0 or None,
             30,
             page,
         )
+
+        def result_shown() -> bool:
+            shown = self.visible("uth-result")
+            return shown and attr(page, "uth-result", "data-round-id") == round_id
+
         decided = False
-        while not (
-            self.visible("uth-result") and attr(page, "uth-result", "data-round-id") == round_id
-        ):
-            decisions = {
-                name: page.locator(tid(f"uth-decide-{name}")) for name in ("check", "1x", "fold")
-            }
-            if first and not decided and decisions["check"].count():
-                self.shot("5-uth-decision")
-            for name in ("check", "1x"):
-                if decisions[name].count() and tap(decisions[name].first):
-                    decided = True
-                    break
+        while not result_shown():
+            if first:
+                decisions = {
+                    name: page.locator(tid(f"uth-decide-{name}")) for name in ("check", "1x")
+                }
+                if not decided and decisions["check"].count():
+                    self.shot("5-uth-decision")
+                for name in ("check", "1x"):
+                    if decisions[name].count() and tap(decisions[name].first):
+                        decided = True
+                        break
             page.wait_for_timeout(STEP_MS)
+        if not first:
+            made = [
+                (m.street, m.decision, m.timed_out)
+                for m in self.settled(cev.CasinoDecisionMade, round_id)
+                if m.player_id == PLAYER
+            ]
+            # Answered by the page at once, not by the table's clock at each deadline.
+            assert made and all(not timed_out for _, _, timed_out in made), made
+            assert {d for _, d, _ in made} <= {"check", "fold"}, made
         game_no = attr(page, "uth-result", "data-game-no")
         [started] = self.settled(cev.CasinoRoundStarted, round_id)
         assert game_no == started.game_number
@@ -283,6 +300,7 @@ def test_a_person_plays_every_game_through_the_page(tmp_path: Path) -> None:
         with chromium() as browser:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             screens = Screens(page, stores, shots)
+            opened = time.monotonic()
             page.goto(url)
             page.locator(tid("signin-player")).fill(PLAYER)
             page.locator(tid("signin-submit")).click()
@@ -295,7 +313,11 @@ def test_a_person_plays_every_game_through_the_page(tmp_path: Path) -> None:
                 RUNNING_TABLE_SECONDS,
                 page,
             )
-            print(f"a running table shown {time.monotonic() - printed:.1f} s after the URL")
+            seen = time.monotonic()
+            print(
+                f"a running table shown {seen - opened:.1f} s after the page opened, "
+                f"{seen - printed:.1f} s after the URL was printed"
+            )
             start = screens.balance_matches_the_wallet()
             assert start == 100_000, "the development bankroll"
             screens.shot("1-lobby")

@@ -69,8 +69,32 @@ export async function signIn(player: string): Promise<Session> {
   return s;
 }
 
+/**
+ * Sign in with a token minted elsewhere (an identity provider, or the token CLI where there
+ * is no development sign-in, as with docker compose). Only its claims are read here, to name
+ * the player and know when it expires: the services verify it on every call.
+ */
+export function useToken(token: string): Session {
+  const part = token.split(".")[1] ?? "";
+  let claims: { sub?: string; exp?: number } = {};
+  try {
+    claims = JSON.parse(atob(part.replace(/-/g, "+").replace(/_/g, "/"))) as typeof claims;
+  } catch {
+    throw new ConnectError("not a token (expected a JWT: header.payload.signature)", Code.InvalidArgument);
+  }
+  if (!claims.sub || !claims.exp) throw new ConnectError("the token names no player or expiry", Code.InvalidArgument);
+  if (claims.exp * 1000 <= Date.now()) throw new ConnectError("the token has expired", Code.Unauthenticated);
+  const s: Session = { token, player: claims.sub, expiresAt: claims.exp };
+  sessionStorage.setItem(SESSION_KEY, JSON.stringify(s));
+  return s;
+}
+
 /** Called when the server says the token is no longer good (main.ts goes to sign-in). */
 let onUnauthenticated: () => void = () => {};
+/** A stream that ended unauthenticated says so here (its error reaches no interceptor). */
+export function signalUnauthenticated(): void {
+  onUnauthenticated();
+}
 export function setUnauthenticatedHandler(fn: () => void): void {
   onUnauthenticated = fn;
 }

@@ -73,6 +73,8 @@ export function mountLobby(root: HTMLElement): () => void {
 
   let stopped = false;
   let tiers: LobbyTier[] = [];
+  let drawnTiers = "";
+  let drawnCasino = "";
   const load = async () => {
     const [lobby, casino] = await Promise.all([
       attempt("ListLobby", () => registration.listLobby({})),
@@ -80,8 +82,20 @@ export function mountLobby(root: HTMLElement): () => void {
     ]);
     if (stopped) return;
     if (lobby) tiers = lobby.tiers;
-    if (lobby) tiersEl.replaceChildren(...tiers.map(tierRow));
-    if (casino) casinoEl.replaceChildren(...casinoRows(casino));
+    // Redrawn only when what the rows show changed: a Register button replaced under the
+    // pointer loses the click.
+    const shown = tiers
+      .map((t) => [t.tierId, t.playersWaiting, t.tablesFilling, t.openTables, ...t.runningTables.map((r) => `${r.tableId}:${r.currentHandNumber}`)].join(","))
+      .join("|");
+    if (lobby && shown !== drawnTiers) {
+      drawnTiers = shown;
+      tiersEl.replaceChildren(...tiers.map(tierRow));
+    }
+    const casinoShown = casino ? JSON.stringify(casino, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v)) : "";
+    if (casino && casinoShown !== drawnCasino) {
+      drawnCasino = casinoShown;
+      casinoEl.replaceChildren(...casinoRows(casino));
+    }
   };
   let t: ReturnType<typeof setTimeout> | undefined;
   const poll = async () => {

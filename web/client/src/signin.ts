@@ -1,7 +1,8 @@
 // Sign-in screen: one name field. The embedded runner's edge mints a player token for it
-// (POST /dev/sign-in); the session goes to sessionStorage so a reload resumes.
+// (POST /dev/sign-in); where there is no development sign-in (docker compose), a token minted
+// elsewhere is pasted instead. The session goes to sessionStorage so a reload resumes.
 
-import { signIn, type Session } from "./api";
+import { signIn, useToken, type Session } from "./api";
 import { attempt, h, info } from "./ui";
 
 export function mountSignIn(root: HTMLElement, onSignedIn: (s: Session) => void): () => void {
@@ -18,6 +19,12 @@ export function mountSignIn(root: HTMLElement, onSignedIn: (s: Session) => void)
     const s = await attempt("sign-in", () => signIn(name));
     if (s) onSignedIn(s);
   };
+  const pasted = h("input", { "data-testid": "signin-token", placeholder: "eyJ…", autocomplete: "off" }) as HTMLInputElement;
+  const submitToken = async (ev: Event) => {
+    ev.preventDefault();
+    const s = await attempt("token", async () => useToken(pasted.value.trim()));
+    if (s) onSignedIn(s);
+  };
   root.replaceChildren(
     h(
       "form",
@@ -26,6 +33,12 @@ export function mountSignIn(root: HTMLElement, onSignedIn: (s: Session) => void)
       h("label", {}, "Player ", input),
       h("button", { type: "submit", "data-testid": "signin-submit" }, "Sign in"),
       h("p", { class: "hint" }, "Development sign-in: a new player is funded once."),
+    ),
+    h(
+      "form",
+      { class: "signin panel", onsubmit: submitToken },
+      h("label", {}, "or a player token ", pasted),
+      h("button", { type: "submit", "data-testid": "signin-token-submit" }, "Use token"),
     ),
   );
   input.focus();

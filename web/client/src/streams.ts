@@ -6,6 +6,7 @@
 
 import { Code, ConnectError } from "@connectrpc/connect";
 import { fail, info } from "./ui";
+import { signalUnauthenticated } from "./api";
 
 export interface WatchOptions<T> {
   /** Label for the status line. */
@@ -59,7 +60,11 @@ export function watch<T>(opts: WatchOptions<T>): Watch {
       } catch (err) {
         if (abort.signal.aborted) return;
         const e = ConnectError.from(err);
-        if (e.code === Code.Unauthenticated) return fail(opts.name, e); // sign-in takes over
+        if (e.code === Code.Unauthenticated) {
+          fail(opts.name, e);
+          signalUnauthenticated(); // the token expired mid-stream: sign-in takes over
+          return;
+        }
         if (opts.onError && !opts.onError(e)) return;
         fail(`${opts.name} (reconnecting)`, e);
       }

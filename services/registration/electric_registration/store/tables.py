@@ -88,6 +88,8 @@ tables = Table(
     #: When the table ended (finished or cancelled), for "recently ended" in the stream.
     Column("ended_at", DateTime(timezone=True), nullable=True),
     Index("ix_registration_tables_tier_status", "tier_id", "status"),
+    # The lobby's running tables of every tier, newest first (ListLobby, polled by pages).
+    Index("ix_registration_tables_status_started", "status", "tier_id", "started_at"),
 )
 
 entries = Table(
