@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import subprocess
+import tempfile
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,6 +79,8 @@ class Edge:
 
     url: str
     process: subprocess.Popen[str]
+    #: The edge's stderr (its JSON log lines: refusals, errors), kept for assertion messages.
+    log_path: Path | None = None
     protocol: ProtocolType = ProtocolType.CONNECT
     _clients: dict[tuple[ProtocolType, str], ConnectClient] = field(default_factory=dict)
 
@@ -137,9 +140,23 @@ class Edge:
             timeout_ms=timeout_ms,
         )
 
+    def log_tail(self, lines: int = 20) -> str:
+        """The last ``lines`` lines the edge wrote to stderr (for assertion messages)."""
+        return _tail(self.log_path, lines)
+
     async def close(self) -> None:
         for client in self._clients.values():
             await client.close()
+
+
+def _tail(path: Path | None, lines: int = 20) -> str:
+    if path is None:
+        return "(no edge log)"
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as err:
+        return f"(edge log unreadable: {err})"
+    return "edge log, last lines:\n" + "\n".join(text.splitlines()[-lines:])
 
 
 @contextlib.asynccontextmanager
@@ -163,16 +180,29 @@ async def browser_edge(
     if dev_upstream:
         args += ["-dev-upstream", dev_upstream]
     args += list(extra_args)
-    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    # The edge logs JSON lines on stderr: kept in a temporary file (its path on the Edge,
+    # printed on failure by the tests that use Edge.log_tail).
+    # The file stays when the body raised (a test inside ``async with``); otherwise it is
+    # removed (a fixture's teardown sees no failure: the tail is in the assertion message).
+    log = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed right after the Popen
+        mode="w", prefix="electric-edge-", suffix=".log", delete=False
+    )
+    log_path = Path(log.name)
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, text=True)
+    log.close()  # the child holds its own descriptor
     assert process.stdout is not None
+    failed = True
     try:
         line = await asyncio.wait_for(asyncio.to_thread(process.stdout.readline), 30)
-        assert line.startswith("edge listening on "), f"edge did not start: {line!r}"
-        edge = Edge(f"http://{line.removeprefix('edge listening on ').strip()}/", process)
+        assert line.startswith("edge listening on "), (
+            f"edge did not start: {line!r}\n{_tail(log_path)}"
+        )
+        edge = Edge(f"http://{line.removeprefix('edge listening on ').strip()}/", process, log_path)
         try:
             yield edge
         finally:
             await edge.close()
+        failed = False
     finally:
         process.terminate()
         try:
@@ -180,3 +210,5 @@ async def browser_edge(
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        if not failed:
+            log_path.unlink(missing_ok=True)

@@ -45,14 +45,40 @@ func TestAForgedSubjectSpendsOnlyItsOwnAddressBudget(t *testing.T) {
 	if w := serve(h, from("10.0.0.7", "victim")); w.Code != http.StatusOK {
 		t.Errorf("the victim's own call: %d", w.Code)
 	}
-	// Rotating subjects from one address stops at the address's budget: 3, two of them
-	// spent above (a refused call spends the address's budget too).
+	// Rotating subjects from one address stops at the address's budget: 3, one of them
+	// spent above (the call its caller's budget refused cost the address nothing).
 	codes := []string{}
 	for i := 0; i < 4; i++ {
 		codes = append(codes, connectCode(t, serve(h, from("10.0.0.66", fmt.Sprint("s", i)))))
 	}
-	if fmt.Sprint(codes) != "[ resource_exhausted resource_exhausted resource_exhausted]" {
+	if fmt.Sprint(codes) != "[  resource_exhausted resource_exhausted]" {
 		t.Errorf("rotating subjects: %q", codes)
+	}
+}
+
+func TestAnAddressHoldsAtMostFourTimesTheStreamsOfACaller(t *testing.T) {
+	l := NewLimiter(Limits{Rate: 100, Burst: 100, AddressRate: 100, AddressBurst: 100, MaxStreams: 1})
+	var releases []func()
+	for i := 0; i < 5; i++ {
+		release, ok := l.Admit(withToken(connectRequest(streamPath, "", 0), fmt.Sprint("p", i)), true)
+		if ok != (i < addressStreams) {
+			t.Fatalf("stream %d admitted: %v", i, ok)
+		}
+		if ok {
+			releases = append(releases, release)
+		}
+	}
+	releases[0]()
+	if _, ok := l.Admit(withToken(connectRequest(streamPath, "", 0), "p9"), true); !ok {
+		t.Error("a slot freed by a closed stream was not given back to the address")
+	}
+}
+
+func TestTheBearerSchemeIsCaseInsensitive(t *testing.T) {
+	r := withToken(connectRequest(unaryPath, "", 0), "alice")
+	r.Header.Set("Authorization", "bearer "+r.Header.Get("Authorization")[7:])
+	if got := subject(r); got != "alice" {
+		t.Errorf("lower-case scheme: %q", got)
 	}
 }
 

@@ -36,6 +36,10 @@ type Limits struct {
 // idleCaller is how long a caller with no open stream is remembered.
 const idleCaller = 2 * time.Minute
 
+// addressStreams: one address may hold this many times -max-streams open at once (several
+// players behind one address, each with its own streams).
+const addressStreams = 4
+
 // sweepEvery is how often forgotten callers are cleared out (at most; on the next call).
 const sweepEvery = 30 * time.Second
 
@@ -59,17 +63,26 @@ func NewLimiter(limits Limits) *Limiter {
 	return &Limiter{limits: limits, buckets: map[string]*bucket{}, lastSweep: time.Now()}
 }
 
-// Admit takes one call from the address's budget, then from the caller's (and a stream
-// slot when stream); release gives the slot back when the call ends.
+// Admit takes one call from the caller's budget and its address's (and a stream slot of
+// each when stream); release gives the slots back when the call ends.
+//
+// The address is looked at first but spent last: a call its address cannot pay for creates
+// no caller (so rotating subjects grows nothing), and a call its caller's budget refuses
+// costs the address nothing (so one throttled player behind a shared address does not lock
+// out the others).
 func (l *Limiter) Admit(r *http.Request, stream bool) (release func(), ok bool) {
 	address := remoteHost(r)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := time.Now()
 	l.sweep(now)
+	var a *bucket
 	if l.limits.AddressRate > 0 {
-		a := l.bucket("addr:"+address, l.limits.AddressRate, l.limits.AddressBurst, now)
-		if !a.limiter.AllowN(now, 1) {
+		a = l.bucket("addr:"+address, l.limits.AddressRate, l.limits.AddressBurst, now)
+		if a.limiter.TokensAt(now) < 1 {
+			return nil, false
+		}
+		if stream && l.limits.MaxStreams > 0 && a.streams >= addressStreams*l.limits.MaxStreams {
 			return nil, false
 		}
 	}
@@ -77,17 +90,28 @@ func (l *Limiter) Admit(r *http.Request, stream bool) (release func(), ok bool) 
 	if l.limits.Rate > 0 && !c.limiter.AllowN(now, 1) {
 		return nil, false
 	}
+	if stream && l.limits.MaxStreams > 0 && c.streams >= l.limits.MaxStreams {
+		return nil, false
+	}
+	if a != nil {
+		a.limiter.AllowN(now, 1)
+	}
 	if !stream {
 		return func() {}, true
 	}
-	if l.limits.MaxStreams > 0 && c.streams >= l.limits.MaxStreams {
-		return nil, false
+	held := []*bucket{c}
+	if a != nil {
+		held = append(held, a)
 	}
-	c.streams++
+	for _, b := range held {
+		b.streams++
+	}
 	return func() {
 		l.mu.Lock()
-		c.streams--
-		c.seen = time.Now()
+		for _, b := range held {
+			b.streams--
+			b.seen = time.Now()
+		}
 		l.mu.Unlock()
 	}, true
 }
@@ -125,10 +149,12 @@ func (l *Limiter) Size() int {
 
 // subject is the bearer token's `sub`, read only to key the limiter ("" without one).
 func subject(r *http.Request) string {
-	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
+	// The scheme is case-insensitive (RFC 9110), as the services read it.
+	header := r.Header.Get("Authorization")
+	if len(header) < 7 || !strings.EqualFold(header[:7], "bearer ") {
 		return ""
 	}
+	token := header[7:]
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
 		return ""

@@ -230,12 +230,17 @@ async def test_stream_deadlines_end_streams_the_same_way(
     )
     my_tables = registration_pb2.WatchMyTablesRequest()
     waiting = table_pb2.WatchTableRequest(table_id=NO_TABLE)
+    # Six streams start at once on a possibly loaded machine: the deadline leaves time for
+    # My Tables' snapshot to arrive before it (a 1.5 s deadline did not always).
+    seconds = 5.0
     started = time.monotonic()
     outcomes = await asyncio.gather(
-        _native_stream_end(reg.WatchMyTables(my_tables, metadata=md, timeout=1.5)),
-        _native_stream_end(watch_table(waiting, metadata=md, timeout=1.5)),
+        _native_stream_end(reg.WatchMyTables(my_tables, metadata=md, timeout=seconds)),
+        _native_stream_end(watch_table(waiting, metadata=md, timeout=seconds)),
         *(
-            _stream_end(edge.stream(name, request, token=token, timeout_ms=1500, protocol=p))
+            _stream_end(
+                edge.stream(name, request, token=token, timeout_ms=int(seconds * 1000), protocol=p)
+            )
             for p in PROTOCOLS
             for name, request in (
                 ("RegistrationService/WatchMyTables", my_tables),
@@ -245,12 +250,17 @@ async def test_stream_deadlines_end_streams_the_same_way(
     )
     took = time.monotonic() - started
     native_my, native_table, *browser = outcomes
-    # Native: My Tables sends its snapshot, then both streams end at the deadline.
+    # Native: My Tables sends its snapshot, then both streams end at the deadline; a
+    # WatchTable of a table that does not exist sends nothing.
     assert native_my[1] == native_table[1] == "deadline_exceeded", outcomes
     assert native_my[0] >= 1 and native_table[0] == 0, outcomes
-    for i, outcome in enumerate(browser):
-        assert outcome == (native_my if i % 2 == 0 else native_table), (i, outcomes)
-    assert took < 30, took
+    for i, (received, code) in enumerate(browser):
+        assert code == "deadline_exceeded", (i, outcomes, edge.log_tail())
+        if i % 2 == 0:  # My Tables: at least its snapshot, as natively
+            assert received >= 1, (i, outcomes)
+        else:  # the waiting WatchTable: nothing, as natively
+            assert received == 0, (i, outcomes)
+    assert took < 40, took
 
 
 async def test_a_unary_deadline_reaches_the_service(tmp_path: Path) -> None:

@@ -6,10 +6,7 @@ edge in front of the four real services in this process:
   the truth is the table's own event store);
 * a stream ends with UNAUTHENTICATED when its token expires;
 * a request body over ``-max-request-bytes`` is RESOURCE_EXHAUSTED and changes nothing;
-* calls past a caller's burst are RESOURCE_EXHAUSTED for that caller only, and a caller's
-  open streams are bounded (a closed stream gives its slot back);
-* origins: a foreign origin is refused (POST ``permission_denied``, preflight 403 without
-  CORS headers), an allowed origin's preflight gets them, same-origin calls work.
+* the limits and origins: test_web_edge_limits.py.
 """
 
 from __future__ import annotations
@@ -42,8 +39,6 @@ pytestmark = pytest.mark.timeout(240)
 
 PROTOCOLS = (ProtocolType.CONNECT, ProtocolType.GRPC_WEB)
 NO_TABLE = "00000000-0000-4000-8000-000000000000"
-ALLOWED = "https://play.electric.test"
-FOREIGN = "https://evil.test"
 
 Cards = frozenset[tuple[int, int]]
 
@@ -77,21 +72,36 @@ class HoleCardCheck:
     """Follows one browser's WatchTable stream and records every card of another seat that
     reached it before that seat's ShowdownEvent showed it (the truth: the stored events)."""
 
-    def __init__(self, watcher: str, stored: list[Any]) -> None:
+    def __init__(
+        self,
+        watcher: str,
+        stored: list[Any],
+        versions: list[int] | None = None,
+    ) -> None:
+        """``stored``: the table's stored events; ``versions``: their stream versions (when
+        given, a pure snapshot of sequence N may show what events up to N showed: a browser
+        that subscribes mid-tournament is sent no showdown of before its snapshot)."""
         self.watcher = watcher
         self.secret: dict[tuple[int, int], dict[int, Cards]] = {}  # (hand, seat) -> cards
         self.dealt: dict[int, dict[int, Cards]] = {}
-        for m in stored:
+        self.stored_shows: list[tuple[int, int, set[tuple[int, int]]]] = []
+        for i, m in enumerate(stored):
             if isinstance(m, tev.CardsDealt):
                 cards = frozenset((int(c.rank), int(c.suit)) for c in m.cards)
                 self.dealt.setdefault(int(m.hand_number), {})[int(m.seat)] = cards
+            if versions is not None and isinstance(m, tev.CardsShown):
+                shown = {(int(c.rank), int(c.suit)) for c in m.cards}
+                self.stored_shows.append((versions[i], int(m.hand_number), shown))
         self.own_seat = 0
-        self.shown: dict[int, set[tuple[int, int]]] = {}  # hand -> cards shown so far
+        # hand -> cards shown so far
+        self.shown: dict[int, set[tuple[int, int]]] = {}
         self.hand = 0
         self.leaks: list[str] = []
         self.messages = 0
         self.showdowns = 0
+        self.showdowns_by_hand: dict[int, int] = {}
         self.own_cards_seen = 0
+        self.own_cards_by_hand: set[int] = set()
 
     def _check(self, hand: int, cards: set[tuple[int, int]], where: str) -> None:
         hidden: set[tuple[int, int]] = set()
@@ -104,9 +114,14 @@ class HoleCardCheck:
         own = self.dealt.get(hand, {}).get(self.own_seat, frozenset())
         if own and own <= cards:
             self.own_cards_seen += 1
+            self.own_cards_by_hand.add(hand)
 
     def see(self, response: table_pb2.WatchTableResponse) -> None:
         self.messages += 1
+        if not response.event_type:  # a pure snapshot: the state as of its sequence
+            for version, hand, cards in self.stored_shows:
+                if version <= response.sequence:
+                    self.shown.setdefault(hand, set()).update(cards)
         if response.HasField("table"):
             for seat in response.table.seats:
                 if seat.player_id == self.watcher:
@@ -116,6 +131,7 @@ class HoleCardCheck:
             self.hand = hand_of(event) or self.hand
             if event.WhichOneof("kind") == "showdown" and event.showdown.cards:
                 self.showdowns += 1
+                self.showdowns_by_hand[self.hand] = self.showdowns_by_hand.get(self.hand, 0) + 1
                 shown = {(int(c.rank), int(c.suit)) for c in event.showdown.cards}
                 self.shown.setdefault(self.hand, set()).update(shown)
             if event.WhichOneof("kind") == "hole_cards_dealt":
@@ -146,7 +162,8 @@ async def _watch(edge: Edge, table_id: str, token: str, sink: list[Any]) -> None
 
 async def _one_tournament(platform: Platform, edge: Edge, prefix: str, seed: int) -> int:
     """Bots play one tournament; one of them (a seated player) and a spectator watch it
-    through the edge. Checks both streams against the stored events; the hands played."""
+    through the edge. Checks both streams against the stored events; the number of hands
+    both watched from their start."""
     runner = platform.bot_runner(seed=seed, player_prefix=prefix, mix=(("random", 1),))
     watcher = f"{prefix}-1"  # a seated player; a bot plays its hands over native gRPC
     spectator_id = f"{prefix}-spectator"
@@ -176,36 +193,85 @@ async def _one_tournament(platform: Platform, edge: Edge, prefix: str, seed: int
         watching.cancel()
     store = platform.table_manager.store
     with store.engine.connect() as conn:
-        stored = [m for _, m in decode_stream(store.read_stream(conn, table_stream(table_id)))]
-    hands = [m for m in stored if isinstance(m, tev.HandStarted)]
-    shows = [m for m in stored if isinstance(m, tev.CardsShown) and m.cards]
+        versioned = decode_stream(store.read_stream(conn, table_stream(table_id)))
+    stored = [m for _, m in versioned]
+    watched_fully = []
     for name, who, messages in (
         ("seated", watcher, seated),
         ("spectator", spectator_id, spectator),
     ):
-        check = HoleCardCheck(who, stored)
+        # The bots do not wait for the browsers (no think time, no pause between hands): a
+        # watcher may subscribe mid-hand or after several hands. What it must see is decided
+        # from the sequence of its starting snapshot: the stored events after it, in order;
+        # every hand started after it, in full. Cards shown before it are public to it.
+        assert messages, name
+        # The stream starts with one or more pure snapshots (the last one is the state the
+        # events that follow start from).
+        start = 0
+        while start + 1 < len(messages) and not messages[start + 1].event_type:
+            start += 1
+        first = int(messages[start].sequence)
+        check = HoleCardCheck(who, stored, [v for v, _ in versioned])
         for response in messages:
             check.see(response)
+        # The privacy check itself: strict, over every message, whenever the watcher came.
         assert not check.leaks, (name, check.leaks[:10])
-        assert check.messages > 5, (name, check.messages)
-        # What was legitimately shown did reach the browser.
-        assert check.showdowns == len(shows), (name, check.showdowns, len(shows))
+        # Stored events after the first message arrived in order (bookkeeping events with
+        # nothing to show are not sent), every hand's start and every show among them.
+        sequences = [int(r.sequence) for r in messages[start + 1 :]]
+        assert sequences == sorted(set(sequences)) and all(q > first for q in sequences), (
+            name,
+            first,
+            sequences[:30],
+        )
+        must = [
+            v for v, m in versioned if v > first and isinstance(m, tev.HandStarted | tev.CardsShown)
+        ]
+        assert set(must) <= set(sequences), (name, sorted(set(must) - set(sequences)))
+        finished = [v for v, m in versioned if isinstance(m, tev.TournamentFinished)]
+        assert len(finished) == 1, finished
+        if first < finished[0]:  # it came before the end: the end reached it
+            assert messages[-1].event.WhichOneof("kind") == "tournament_finished", name
+        else:  # it came after the end: snapshots of the finished table, then the end
+            assert start == len(messages) - 1, (name, first, len(messages))
+        later = [
+            int(m.hand_number)
+            for version, m in versioned
+            if version > first and isinstance(m, tev.HandStarted)
+        ]
+        # What was legitimately shown in those hands did reach the browser.
+        for hand in later:
+            shows = [
+                m
+                for m in stored
+                if isinstance(m, tev.CardsShown) and m.cards and int(m.hand_number) == hand
+            ]
+            assert check.showdowns_by_hand.get(hand, 0) == len(shows), (
+                name,
+                hand,
+                check.showdowns_by_hand,
+                len(shows),
+            )
         if name == "seated":
-            assert check.own_seat and check.own_cards_seen >= len(hands), check.own_cards_seen
+            assert check.own_seat, name
+            dealt_to_me = {h for h in later if check.own_seat in check.dealt.get(h, {})}
+            assert dealt_to_me <= check.own_cards_by_hand, (later, check.own_cards_by_hand)
         else:
             assert check.own_seat == 0 and check.own_cards_seen == 0
-    return len(hands)
+        watched_fully.append(len(later))
+    return min(watched_fully)
 
 
 async def test_no_other_seats_hole_cards_reach_a_browser(tmp_path: Path) -> None:
     async with embedded_platform(tmp_path) as platform, browser_edge(platform.targets) as edge:
         played: list[int] = []
-        # Random bots end a tournament quickly, sometimes in one hand: play until three
-        # hands (at most four tournaments).
+        # Random bots end a tournament quickly, sometimes in one hand, and a watcher may
+        # come late: play until three hands were watched from their start by both browsers
+        # (at most six tournaments).
         while sum(played) < 3:
-            assert len(played) < 4, played
+            assert len(played) < 6, played
             played.append(await _one_tournament(platform, edge, f"webhole{len(played)}", 17))
-        print(f"hands per tournament watched through the edge: {played}")
+        print(f"hands per tournament watched in full through the edge: {played}")
 
 
 def test_the_hole_card_check_sees_a_leak() -> None:
@@ -270,19 +336,24 @@ async def _end_of(stream: AsyncIterator[Any]) -> tuple[int, Code | None, str, fl
     return received, None, "", time.monotonic() - started
 
 
+TTL = 6  # seconds: room for the stream to open and send its first message on a loaded box
+
+
+async def _until_expiry(
+    edge: Edge, platform: Platform, name: str, request: Message, protocol: ProtocolType
+) -> tuple[int, Code | None, str, float]:
+    """A stream opened with a token minted just before it, ``TTL`` seconds long."""
+    token = platform.token("alice", "player", ttl=TTL)
+    return await _end_of(
+        edge.stream(name, request, token=token, timeout_ms=60_000, protocol=protocol)
+    )
+
+
 async def test_a_browser_stream_ends_when_its_token_expires(tmp_path: Path) -> None:
     async with embedded_platform(tmp_path) as platform, browser_edge(platform.targets) as edge:
         ends = await asyncio.gather(
             *(
-                _end_of(
-                    edge.stream(
-                        name,
-                        request,
-                        token=platform.token("alice", "player", ttl=2),
-                        timeout_ms=30_000,
-                        protocol=protocol,
-                    )
-                )
+                _until_expiry(edge, platform, name, request, protocol)
                 for protocol in PROTOCOLS
                 for name, request in (
                     ("RegistrationService/WatchMyTables", registration_pb2.WatchMyTablesRequest()),
@@ -291,8 +362,10 @@ async def test_a_browser_stream_ends_when_its_token_expires(tmp_path: Path) -> N
             )
         )
         for i, (received, code, message, took) in enumerate(ends):
-            assert code is Code.UNAUTHENTICATED and "expired" in message, ends
-            assert took < 10, ends
+            assert code is Code.UNAUTHENTICATED and "expired" in message, (ends, edge.log_tail())
+            # Ended by the expiry (exp is whole seconds, so up to 1 s early), not by a refusal
+            # at the start, and not long after it (the 60 s deadline).
+            assert TTL - 2 <= took < TTL + 20, ends
             assert received >= (1 if i % 2 == 0 else 0), ends  # My Tables: its snapshot
         # A fresh token is served again.
         again = edge.stream(
@@ -381,152 +454,3 @@ async def test_a_request_over_the_size_limit_is_refused_and_changes_nothing(
             await edge.unary("RegistrationService/Register", fits, token=token)
         assert answered.value.code is Code.INVALID_ARGUMENT
         assert await _tables_and_balance(edge, token) == before
-
-
-# ------------------------------------------------------------------------------ rates
-
-
-async def test_a_caller_past_its_burst_is_slowed_and_others_are_not(tmp_path: Path) -> None:
-    args = ["-rate", "0.001", "-burst", "3"]  # one call per 1,000 s after the first three
-    async with (
-        embedded_platform(tmp_path) as platform,
-        browser_edge(platform.targets, extra_args=args) as edge,
-    ):
-        alice = platform.token("alice", "player")
-        request = registration_pb2.ListLobbyRequest()
-        for _ in range(3):
-            await edge.unary("RegistrationService/ListLobby", request, token=alice)
-        for protocol in PROTOCOLS:
-            with pytest.raises(ConnectError) as slowed:
-                await edge.unary(
-                    "RegistrationService/ListLobby", request, token=alice, protocol=protocol
-                )
-            assert slowed.value.code is Code.RESOURCE_EXHAUSTED
-        # A new token of the same player is the same caller.
-        with pytest.raises(ConnectError) as still:
-            await edge.unary(
-                "RegistrationService/ListLobby", request, token=platform.token("alice", "player")
-            )
-        assert still.value.code is Code.RESOURCE_EXHAUSTED
-        # Another player is unaffected.
-        bob = platform.token("bob", "player")
-        for _ in range(3):
-            lobby = await edge.unary("RegistrationService/ListLobby", request, token=bob)
-            assert lobby.tiers
-
-
-async def _opened(edge: Edge, token: str) -> AsyncIterator[Any]:
-    """A WatchMyTables stream through the edge whose first message arrived."""
-    stream = edge.stream(
-        "RegistrationService/WatchMyTables",
-        registration_pb2.WatchMyTablesRequest(),
-        token=token,
-        timeout_ms=60_000,
-    )
-    await asyncio.wait_for(anext(stream), 15)
-    return stream
-
-
-async def test_open_streams_per_caller_are_bounded(tmp_path: Path) -> None:
-    async with (
-        embedded_platform(tmp_path) as platform,
-        browser_edge(platform.targets, extra_args=["-max-streams", "2"]) as edge,
-    ):
-        alice = platform.token("alice", "player")
-        first = await _opened(edge, alice)
-        second = await _opened(edge, alice)
-        with pytest.raises(ConnectError) as refused:
-            await _opened(edge, alice)
-        assert refused.value.code is Code.RESOURCE_EXHAUSTED
-        # Unary calls are not streams: alice may still call.
-        lobby = await edge.unary(
-            "RegistrationService/ListLobby", registration_pb2.ListLobbyRequest(), token=alice
-        )
-        assert lobby.tiers
-        other = await _opened(edge, platform.token("bob", "player"))
-        # Closing a stream gives its slot back (once the edge has seen it end).
-        await first.aclose()  # type: ignore[attr-defined]
-        deadline = time.monotonic() + 15
-        third = None
-        while third is None:
-            try:
-                third = await _opened(edge, alice)
-            except ConnectError as err:
-                assert err.code is Code.RESOURCE_EXHAUSTED
-                assert time.monotonic() < deadline, "the closed stream's slot never came back"
-                await asyncio.sleep(0.05)
-        for stream in (second, other, third):
-            await stream.aclose()  # type: ignore[attr-defined]
-
-
-# ------------------------------------------------------------------------------ origins
-
-
-def _http(method: str, url: str, headers: dict[str, str], data: bytes = b"") -> requests.Response:
-    return requests.request(method, url, headers=headers, data=data, timeout=15)
-
-
-async def test_origins_outside_the_list_are_refused(tmp_path: Path) -> None:
-    async with (
-        embedded_platform(tmp_path) as platform,
-        browser_edge(platform.targets, origins=[ALLOWED]) as edge,
-    ):
-        token = platform.token("alice", "player")
-        path = rpc_named("RegistrationService/ListLobby").path
-        url = edge.url.rstrip("/") + path
-        own = edge.url.rstrip("/")  # http://127.0.0.1:<port>
-        # Browsers send the requested headers lower-case and sorted (the Fetch standard);
-        # rs/cors, under the edge, matches that form.
-        connect_headers = "authorization,connect-protocol-version,connect-timeout-ms,content-type"
-        grpc_web_headers = "authorization,content-type,grpc-timeout,x-grpc-web,x-user-agent"
-        asked = {
-            "Access-Control-Request-Method": "POST",
-            "Access-Control-Request-Headers": connect_headers,
-        }
-        # A foreign origin: preflight 403 without CORS headers, the call permission_denied.
-        pre = await asyncio.to_thread(_http, "OPTIONS", url, {"Origin": FOREIGN, **asked})
-        assert pre.status_code == 403
-        assert not any(k.lower().startswith("access-control-") for k in pre.headers), pre.headers
-        for way in ("connect", "grpc-web"):
-            answer = await asyncio.to_thread(
-                raw_post, edge.url, path, b"", token=token, protocol=way, origin=FOREIGN
-            )
-            assert answer.code == "permission_denied", (way, answer.status)
-            assert "access-control-allow-origin" not in answer.headers
-        with pytest.raises(ConnectError) as refused:
-            await edge.unary(path.split(".v1.")[1], registration_pb2.ListLobbyRequest(),
-                             token=token, origin=FOREIGN)  # fmt: skip
-        assert refused.value.code is Code.PERMISSION_DENIED
-        # The allowed origin: the preflight gets the CORS headers of the Connect protocol.
-        for requested in (connect_headers, grpc_web_headers):
-            pre = await asyncio.to_thread(
-                _http,
-                "OPTIONS",
-                url,
-                {**asked, "Origin": ALLOWED, "Access-Control-Request-Headers": requested},
-            )
-            assert pre.status_code in (200, 204), pre.status_code
-            assert pre.headers.get("Access-Control-Allow-Origin") == ALLOWED, pre.headers
-            allowed_headers = pre.headers.get("Access-Control-Allow-Headers", "").lower()
-            for header in requested.split(","):
-                assert header in allowed_headers, (header, allowed_headers)
-            assert "POST" in pre.headers.get("Access-Control-Allow-Methods", "")
-        for way in ("connect", "grpc-web"):
-            answer = await asyncio.to_thread(
-                raw_post, edge.url, path, b"", token=token, protocol=way, origin=ALLOWED
-            )
-            assert answer.code == "ok", (way, answer.status)
-            assert answer.headers.get("access-control-allow-origin") == ALLOWED
-            exposed = answer.headers.get("access-control-expose-headers", "").lower()
-            assert "grpc-status-details-bin" in exposed, exposed
-        # Same-origin (the page the edge serves) and non-browser callers (no Origin) work.
-        for origin in (own, ""):
-            answer = await asyncio.to_thread(
-                raw_post, edge.url, path, b"", token=token, origin=origin
-            )
-            assert answer.code == "ok", (origin, answer.status)
-        lobby = await edge.unary(
-            "RegistrationService/ListLobby", registration_pb2.ListLobbyRequest(), token=token,
-            origin=ALLOWED,
-        )  # fmt: skip
-        assert lobby.tiers
