@@ -70,6 +70,7 @@ run: setup
 # TEST_WORKERS=0: no workers.
 TEST_WORKERS ?= 2
 test: setup lint typecheck
+	bash deploy/chromium.sh >/dev/null  # Debian's Chromium for tests/e2e/web (once)
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=20
 
 lint: setup buf-lint buf-breaking web-lint

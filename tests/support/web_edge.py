@@ -24,21 +24,11 @@ from typing import Any
 from connectrpc.client import ConnectClient
 from connectrpc.method import IdempotencyLevel, MethodInfo
 from connectrpc.protocol import ProtocolType
+from electric_runner.web import DESCRIPTORS, EDGE_BINARY, PACKAGES
 from google.protobuf.descriptor import MethodDescriptor
 from google.protobuf.message import Message
 
 from tests.support.fuzz_values import Rpc, discover_rpcs
-
-ROOT = Path(__file__).resolve().parents[2]
-EDGE_BINARY = ROOT / ".tools" / "bin" / "electric-edge"
-DESCRIPTORS = ROOT / "gen" / "electric" / "descriptor_set.pb"
-#: Each service's proto package, for the edge's -backend flags.
-PACKAGES = {
-    "registration": "electric.registration.v1",
-    "table": "electric.table.v1",
-    "wallet": "electric.wallet.v1",
-    "payout": "electric.payout.v1",
-}
 
 
 def method_info(rpc: Rpc) -> MethodInfo[Any, Any]:
