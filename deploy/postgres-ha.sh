@@ -147,6 +147,44 @@ sql_monitor() {
   as_pg psql -X -q -h "$HOST" -p "$PGHA_PORT" -d pg_auto_failover -v ON_ERROR_STOP=1 "$@"
 }
 
+# pg_auto_failover 2.0's monitor can hand a failover candidate ITSELF as the node to fetch
+# missing WAL from: the candidate is assigned fast_forward because, when the monitor chose
+# it, a peer had reported a later LSN; by the time its keeper asks for "the most advanced
+# standby", its own report is the latest, and the query (the monitor's SQL function
+# get_most_advanced_standby, which knows nothing of the caller) returns it. The keeper then
+# streams from its own port for ever and no node is promoted (docs/chaos.md §7, the second
+# stall). The fix made upstream after 2.0 leaves the caller out of the answer; the 2.0
+# keeper does not name itself, so the same rule is written with what the monitor knows: the
+# caller is the one node assigned fast_forward. A candidate at or past every other node's
+# LSN then fast-forwards from the best of the others, is at its target at once, and is
+# promoted. Replaced on every `up`, so it holds on a monitor created by an older script too.
+patch_monitor() {
+  sql_monitor <<'SQL' >/dev/null
+CREATE OR REPLACE FUNCTION pgautofailover.get_most_advanced_standby
+ (
+   IN formationid       text default 'default',
+   IN groupid           int default 0,
+   OUT node_id          bigint,
+   OUT node_name        text,
+   OUT node_host        text,
+   OUT node_port        int,
+   OUT node_lsn         pg_lsn,
+   OUT node_is_primary  bool
+ )
+RETURNS SETOF record LANGUAGE SQL STRICT
+AS $$
+   select nodeid, nodename, nodehost, nodeport, reportedlsn, false
+     from pgautofailover.node
+    where formationid = $1
+      and groupid = $2
+      and reportedstate = 'report_lsn'
+      and goalstate <> 'fast_forward'
+ order by reportedlsn desc, health desc
+    limit 1;
+$$;
+SQL
+}
+
 cmd_up() {
   ensure_packages
   resolve_dir
@@ -176,6 +214,7 @@ cmd_up() {
     -c "ALTER SYSTEM SET pgautofailover.health_check_retry_delay TO 500" \
     -c "ALTER SYSTEM SET pgautofailover.node_considered_unhealthy_timeout TO 4000" \
     -c "SELECT pg_reload_conf()" >/dev/null
+  patch_monitor
   for n in 1 2 3; do start_node "$n"; done
   wait_formation 240
   as_pg pg_autoctl set formation number-sync-standbys 1 --pgdata "$(node_dir "$(primary)")/data" \
