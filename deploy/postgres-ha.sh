@@ -22,6 +22,9 @@
 #   bash deploy/postgres-ha.sh wait [S]      until one primary and two secondaries (S s: 120)
 #   bash deploy/postgres-ha.sh state         the formation's state as JSON
 #
+# `up` also starts the healer (deploy/lib/pgha_heal.py; `down` stops it): a node that
+# cannot rejoin after a failover left it behind is rebuilt (below, rebuild_node).
+#
 # Why three data nodes: with two, pg_auto_failover keeps a primary writable when its only
 # standby is gone (wait_primary: synchronous replication off), so a commit could be
 # acknowledged that no standby holds. With three and number-sync-standbys 1, every
@@ -126,8 +129,8 @@ start_node() { # N: create the node when it has no data (a standby copied from t
   run_keeper "$d"
 }
 
-# A node that cannot rejoin, rebuilt: killed, dropped from the monitor, its data deleted and
-# copied anew from the primary. Needed when an old primary's WAL went past the point its
+# A node that cannot rejoin, rebuilt: killed, dropped from the monitor, its data set aside
+# (diverged/) and copied anew from the primary. Needed when an old primary's WAL went past the point its
 # successor was promoted at (commits it wrote that no standby acknowledged, so no client
 # was told they were done) and a second failover asks it for its LSN before it was rewound:
 # PostgreSQL cannot start it ("requested timeline N does not contain minimum recovery
@@ -139,7 +142,10 @@ rebuild_node() { # N
   kill_dir "$d"
   as_pg pg_autoctl drop node --monitor "$(monitor_uri)" --name "node$n" --force \
     >>"$d/keeper.log" 2>&1 || true
-  rm -rf "$d/data" "$d/backup"
+  # Kept aside, not deleted (the last one only): what the node wrote past its timeline's
+  # fork was never acknowledged, but an operator may want to read it.
+  rm -rf "$d/diverged" "$d/backup"
+  if [[ -d "$d/data" ]]; then mv "$d/data" "$d/diverged"; fi
   start_node "$n"
 }
 
@@ -221,7 +227,28 @@ cmd_up() {
     >>"$DIR/set.log" 2>&1 || true
   wait_formation 120 # the primary applies the setting (apply_settings), then is primary again
   ensure_role
+  start_healer
   echo "PostgreSQL HA up: 3 nodes, 1 synchronous standby required; DATABASE_URL=$(url)"
+}
+
+# The healer (deploy/lib/pgha_heal.py): rebuilds a node whose keeper is alive but that has
+# been behind its assigned state for PGHA_HEAL_AFTER s (default 60) while another node is on
+# a later timeline (the formation failed over without it) - the stall pg_auto_failover 2.0
+# cannot leave by itself (docs/chaos.md §7). Its decisions are in heal.log.
+start_healer() {
+  local pidf="$DIR/heal.pid"
+  [[ -f "$pidf" ]] && kill -0 "$(cat "$pidf")" 2>/dev/null && return 0
+  ELECTRIC_PGHA_DIR="$DIR" PGHA_PORT="$PGHA_PORT" setsid nohup python3 \
+    "$ROOT/deploy/lib/pgha_heal.py" --script "$ROOT/deploy/postgres-ha.sh" --dir "$DIR" \
+    --after "${PGHA_HEAL_AFTER:-60}" >>"$DIR/heal.log" 2>&1 </dev/null &
+  echo $! >"$pidf"
+}
+
+stop_healer() {
+  local pidf="$DIR/heal.pid"
+  [[ -f "$pidf" ]] && kill "$(cat "$pidf")" 2>/dev/null
+  rm -f "$pidf"
+  return 0
 }
 
 state_json() { as_pg pg_autoctl show state --pgdata "$(monitor_dir)/data" --json 2>/dev/null; }
@@ -294,6 +321,7 @@ kill_dir() { # dir: SIGKILL its keeper's whole session (keeper, services, Postgr
 
 cmd_down() {
   resolve_dir
+  stop_healer
   local n
   for n in 3 2 1; do
     local d

@@ -7,7 +7,9 @@ primary is killed (keeper and server, as a lost machine); appends fail meanwhile
 retried as the services retry (the error is UNAVAILABLE at their edge); the monitor promotes
 a standby and the appends go on there. Every acknowledged event is on the new primary (a
 commit is acknowledged only once a standby holds it); at most the appends in doubt at the
-kill are there unacknowledged. The killed node is restarted and rejoins as a standby."""
+kill are there unacknowledged. The killed node is restarted and rejoins as a standby.
+Then the new primary is killed too and comes back unable to start its PostgreSQL while its
+keeper runs (the first stall of docs/chaos.md §7): the healer rebuilds it, and it rejoins."""
 
 from __future__ import annotations
 
@@ -42,6 +44,7 @@ def formation() -> Iterator[tuple[str, dict[str, str]]]:
         **os.environ,
         "PGHA_PORT": str(free_port_run(4, 30000, 39000)),
         "ELECTRIC_PGHA_DIR": str(directory),
+        "PGHA_HEAL_AFTER": "10",  # the healer's wait (60 s by default): the second kill below
     }
 
     def ha(*args: str) -> str:
@@ -173,7 +176,39 @@ def test_no_acknowledged_commit_is_lost_when_the_primary_dies(
     engine.dispose()
 
     _ha(env, "start", old)  # the old primary rejoins as a standby
-    deadline = time.monotonic() + 180
-    while "secondary" not in _ha(env, "status").split(f"node{old}", 1)[1].split("\n", 1)[0]:
+    _wait_secondary(env, old)
+
+    # Again, but the killed primary's PostgreSQL cannot start when its keeper comes back (as
+    # an old primary that was not rewound): the healer rebuilds it once it has been behind
+    # for PGHA_HEAL_AFTER s on the older timeline, holding nothing the others lack.
+    second = _settled_primary(env)
+    _ha(env, "kill", second)
+    deadline = time.monotonic() + 120
+    while (third := _primary_now(env)) in ("", second):
+        assert time.monotonic() < deadline, _ha(env, "status")
+        time.sleep(1)
+    directory = Path(env["ELECTRIC_PGHA_DIR"])
+    with (directory / f"node{second}" / "data" / "postgresql.conf").open("a") as conf:
+        conf.write("\nnot_a_setting_of_postgresql = 1\n")
+    _ha(env, "start", second)
+    _wait_secondary(env, second, timeout=240)
+    healed = (directory / "heal.log").read_text()
+    assert f"rebuilt node {second}" in healed, healed
+    print(f"node {second}, unable to start, rebuilt by the healer; node {third} primary")
+
+
+def _primary_now(env: dict[str, str]) -> str:
+    try:
+        return _ha(env, "primary")
+    except subprocess.CalledProcessError:
+        return ""
+
+
+def _wait_secondary(env: dict[str, str], node: str, timeout: float = 180) -> None:
+    deadline = time.monotonic() + timeout
+    while True:  # the node's line (none while a rebuild has it dropped from the monitor)
+        lines = [x for x in _ha(env, "status").splitlines() if x.startswith(f"node{node} ")]
+        if lines and "secondary" in lines[0]:
+            return
         assert time.monotonic() < deadline, _ha(env, "status")
         time.sleep(1)
