@@ -1,7 +1,8 @@
 """Table ownership by Kafka partition (issue 17 item 1) on PostgreSQL and Kafka: two table
 service hosts with ``ELECTRIC_TABLE_OWNERSHIP=partitions`` in one consumer group. The
 group's assignment decides who drives which table: disjoint, complete, each table rebuilt
-under a new fencing epoch when its partition moves (B joins, then B leaves)."""
+under a new fencing epoch when its partition moves (B joins, then B leaves). With three
+hosts, a member coming or going moves only the partitions it must (the sticky assignor)."""
 
 from __future__ import annotations
 
@@ -164,3 +165,44 @@ def test_tables_follow_the_consumer_groups_assignment(
     fresh_pg_url: str, kafka_bootstrap: str, tmp_path: Path
 ) -> None:
     asyncio.run(_scenario(tmp_path, fresh_pg_url, kafka_bootstrap))
+
+
+def _split(*hosts: ServiceHost) -> bool:
+    """Every partition assigned, to one of ``hosts`` each, and each host some."""
+    mine = [ownership(h).assigned for h in hosts]
+    return all(mine) and set().union(*mine) == ALL and sum(map(len, mine)) == len(ALL)
+
+
+def _assigned(**hosts: ServiceHost) -> dict[str, set[int]]:
+    return {name: set(ownership(host).assigned) for name, host in hosts.items()}
+
+
+async def _sticky_scenario(tmp: Path, url: str, kafka: str) -> None:
+    namespace = f"s1stk{uuid.uuid4().hex[:8]}"
+    try:
+        async with (
+            table_host(tmp / "a", url, kafka, namespace) as a,
+            table_host(tmp / "b", url, kafka, namespace) as b,
+        ):
+            await until(lambda: _split(a, b), "A and B split")
+            two = _assigned(A=a, B=b)
+            async with table_host(tmp / "c", url, kafka, namespace) as c:
+                await until(lambda: _split(a, b, c), "A, B and C split")
+                three = _assigned(A=a, B=b, C=c)
+                # C took its share from A and B; they kept the rest and gained nothing.
+                assert three["A"] <= two["A"] and three["B"] <= two["B"], (two, three)
+            # C left: A and B keep every partition they had and share C's.
+            await until(lambda: _split(a, b), "A and B split again")
+            again = _assigned(A=a, B=b)
+            assert again["A"] >= three["A"] and again["B"] >= three["B"], (three, again)
+        await until(lambda: not _other_tasks(), "no task left", timeout=10)
+    finally:
+        await _delete_topics(kafka, namespace)
+
+
+def test_a_member_coming_or_going_moves_only_the_partitions_it_must(
+    fresh_pg_url: str, kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """With round robin (the client's default) two of the three partitions each survivor
+    kept moved when C left; the sticky assignor moves C's two alone."""
+    asyncio.run(_sticky_scenario(tmp_path, fresh_pg_url, kafka_bootstrap))

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import grpc
 import pytest
+from aiokafka import TopicPartition
+from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
 from electric.common.v1 import errors_pb2
 from electric_platform.errors import rich_status
-from electric_table.host.ownership import group_timings
+from electric_table.host.ownership import group_options, group_timings, sticky_assignor
 from electric_table.host.routing import advertised_address, relayed
 
 
@@ -61,6 +64,19 @@ def test_group_timings_fail_over_within_seconds_and_are_checked() -> None:
         group_timings({"ELECTRIC_TABLE_HEARTBEAT_MS": "2500"})
     with pytest.raises(ValueError, match="> 0"):
         group_timings({"ELECTRIC_TABLE_REBALANCE_TIMEOUT_MS": "0"})
+
+
+def test_each_instance_has_a_sticky_assignor_of_its_own_then_round_robin() -> None:
+    first, second = sticky_assignor(), sticky_assignor()
+    strategies = group_options(first)["partition_assignment_strategy"]
+    assert strategies == (first, RoundRobinPartitionAssignor)
+    assert first.name == "sticky"  # the protocol name the members agree on
+    # What one instance was given is its own memory, not another's in the same process.
+    first.on_assignment(ConsumerProtocolMemberAssignment(0, [("t", [1, 4])], b""))
+    first.on_generation_assignment(7)
+    assert first.member_assignment == [TopicPartition("t", 1), TopicPartition("t", 4)]
+    assert second.member_assignment is None and second.generation == -1
+    assert first.metadata(["t"]).user_data != second.metadata(["t"]).user_data
 
 
 def test_a_uth_table_is_on_the_partition_of_registrations_casino_table_stream() -> None:

@@ -36,6 +36,8 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from aiokafka import ConsumerRebalanceListener, TopicPartition
+from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 from aiokafka.partitioner import murmur2
 from electric_eventlog import fencing, partitions_for
 from electric_eventlog.fencing import Fence, FencedError, StaleGenerationError
@@ -341,9 +343,16 @@ class OwnershipListener(ConsumerRebalanceListener):  # type: ignore[misc]
     them (their fence stops a write that is already in flight), assigned ones are rebuilt
     before this member fetches their partition's messages."""
 
-    def __init__(self, ownership: PartitionOwnership, topic: str) -> None:
+    def __init__(
+        self,
+        ownership: PartitionOwnership,
+        topic: str,
+        assignor: type[StickyPartitionAssignor] | None = None,
+    ) -> None:
         self.ownership = ownership
         self.topic = topic
+        #: This instance's sticky assignor (:func:`sticky_assignor`), told each generation.
+        self.assignor = assignor
         self._consumer: Any = None
 
     def bind(self, consumer: Any) -> None:
@@ -373,6 +382,10 @@ class OwnershipListener(ConsumerRebalanceListener):  # type: ignore[misc]
             from electric_eventlog.kafka import group_generation
 
             self.ownership.generation = group_generation(self._consumer)
+            if self.assignor is not None and self.ownership.generation is not None:
+                # aiokafka never tells the assignor; the generation in the member's
+                # metadata settles two members claiming one partition (the newer wins).
+                self.assignor.on_generation_assignment(self.ownership.generation)
         await self.ownership.on_assigned(self._mine(assigned))
 
 
@@ -411,6 +424,37 @@ def group_timings(environ: Mapping[str, str] | None = None) -> dict[str, int]:
     }
 
 
+def sticky_assignor() -> type[StickyPartitionAssignor]:
+    """The table group's assignment strategy, one per instance: Kafka's sticky assignor
+    (KIP-54), so that a rebalance moves only the partitions it must. The client has only the
+    eager protocol (no cooperative rebalancing), so every member is still revoked and
+    assigned at each rebalance, but a partition it keeps is resumed as it is, with its
+    tables, rounds and watchers (``host.tables.Suspensions``); the round-robin default
+    reshuffled most partitions whenever a member came or went (two of three kept partitions
+    moved when a third instance left, measured in test_table_ownership_kafka.py).
+
+    Its memory (the member's last assignment, sent as its metadata at the next join) lives
+    on the class, so each instance gets a class of its own: hosts sharing a process (the
+    tests, the embedded runner) would otherwise send each other's assignments."""
+    return type(
+        "TableGroupStickyAssignor",
+        (StickyPartitionAssignor,),
+        {"member_assignment": None, "generation": StickyPartitionAssignor.DEFAULT_GENERATION_ID},
+    )
+
+
+def group_options(assignor: type[StickyPartitionAssignor]) -> dict[str, Any]:
+    """Every consumer option of the table group: :func:`group_timings`, and the sticky
+    ``assignor`` first, round robin second. Members agree on a strategy they all list, so
+    during a rolling upgrade from instances that list round robin alone the group keeps
+    round robin until the last old instance is gone (one strategy each would fail the
+    join: InconsistentGroupProtocol)."""
+    return {
+        **group_timings(),
+        "partition_assignment_strategy": (assignor, RoundRobinPartitionAssignor),
+    }
+
+
 async def own_by_partitions(
     path: EventPath,
     group_id: str,
@@ -436,7 +480,8 @@ async def own_by_partitions(
         partitions=count,
         scope_prefix=f"partition-{physical}-",
     )
+    assignor = sticky_assignor()
     bus.set_rebalance_listener(
-        group_id, OwnershipListener(ownership, physical), options=group_timings()
+        group_id, OwnershipListener(ownership, physical, assignor), options=group_options(assignor)
     )
     return ownership
