@@ -130,7 +130,7 @@ start_node() { # N: create the node when it has no data (a standby copied from t
 }
 
 # A node that cannot rejoin, rebuilt: killed, dropped from the monitor, its data set aside
-# (diverged/) and copied anew from the primary. Needed when an old primary's WAL went past the point its
+# (diverged-<time>/) and copied anew from the primary. Needed when an old primary's WAL went past the point its
 # successor was promoted at (commits it wrote that no standby acknowledged, so no client
 # was told they were done) and a second failover asks it for its LSN before it was rewound:
 # PostgreSQL cannot start it ("requested timeline N does not contain minimum recovery
@@ -142,10 +142,10 @@ rebuild_node() { # N
   kill_dir "$d"
   as_pg pg_autoctl drop node --monitor "$(monitor_uri)" --name "node$n" --force \
     >>"$d/keeper.log" 2>&1 || true
-  # Kept aside, not deleted (the last one only): what the node wrote past its timeline's
-  # fork was never acknowledged, but an operator may want to read it.
-  rm -rf "$d/diverged" "$d/backup"
-  if [[ -d "$d/data" ]]; then mv "$d/data" "$d/diverged"; fi
+  # Kept aside, never deleted: what the node wrote past its timeline's fork was never
+  # acknowledged, but an operator may want to read it.
+  rm -rf "$d/backup"
+  if [[ -d "$d/data" ]]; then mv "$d/data" "$d/diverged-$(date -u +%Y%m%dT%H%M%SZ)"; fi
   start_node "$n"
 }
 
@@ -154,16 +154,23 @@ sql_monitor() {
 }
 
 # pg_auto_failover 2.0's monitor can hand a failover candidate ITSELF as the node to fetch
-# missing WAL from: the candidate is assigned fast_forward because, when the monitor chose
-# it, a peer had reported a later LSN; by the time its keeper asks for "the most advanced
-# standby", its own report is the latest, and the query (the monitor's SQL function
-# get_most_advanced_standby, which knows nothing of the caller) returns it. The keeper then
-# streams from its own port for ever and no node is promoted (docs/chaos.md §7, the second
-# stall). The fix made upstream after 2.0 leaves the caller out of the answer; the 2.0
-# keeper does not name itself, so the same rule is written with what the monitor knows: the
-# caller is the one node assigned fast_forward. A candidate at or past every other node's
-# LSN then fast-forwards from the best of the others, is at its target at once, and is
-# promoted. Replaced on every `up`, so it holds on a monitor created by an older script too.
+# missing WAL from. It picks the candidate by raw WAL position, assigns it fast_forward when
+# that position is not the most advanced one (ranked timeline first), and its keeper then
+# asks the SQL function get_most_advanced_standby where to fetch from; that function knows
+# nothing of its caller and orders by raw position only, so a candidate whose own report is
+# the latest is answered itself, and streams from its own port for ever: no primary (the
+# second stall of docs/chaos.md §7). The replacement below
+#   - leaves out the caller (the one node assigned fast_forward; the 2.0 keeper does not name
+#     itself), as releases after 2.0 do: a candidate at or past every other node of its
+#     timeline fast-forwards from the best of them, is at its target at once, and is promoted;
+#   - ranks by timeline, then position, as the monitor's own choice of the most advanced does;
+#   - answers NOTHING when some node that reported is on a later timeline than the caller.
+#     Such a caller is an old primary not yet rewound (its raw position past the fork can
+#     look ahead); promoting it would fork away every commit acknowledged on the later
+#     timeline. Its keeper then retries, the failover waits, and the healer (below) rebuilds
+#     that node once it has been behind for its wait, after which a node of the later
+#     timeline is chosen.
+# Replaced on every `up`, so it holds on a monitor created by an older script too.
 patch_monitor() {
   sql_monitor <<'SQL' >/dev/null
 CREATE OR REPLACE FUNCTION pgautofailover.get_most_advanced_standby
@@ -185,7 +192,18 @@ AS $$
       and groupid = $2
       and reportedstate = 'report_lsn'
       and goalstate <> 'fast_forward'
- order by reportedlsn desc, health desc
+      and not exists (
+            select 1
+              from pgautofailover.node caller
+              join pgautofailover.node later
+                on later.formationid = caller.formationid
+               and later.groupid = caller.groupid
+             where caller.formationid = $1
+               and caller.groupid = $2
+               and caller.goalstate = 'fast_forward'
+               and later.reportedstate = 'report_lsn'
+               and later.reportedtli > caller.reportedtli)
+ order by reportedtli desc, reportedlsn desc, health desc
     limit 1;
 $$;
 SQL
@@ -221,13 +239,13 @@ cmd_up() {
     -c "ALTER SYSTEM SET pgautofailover.node_considered_unhealthy_timeout TO 4000" \
     -c "SELECT pg_reload_conf()" >/dev/null
   patch_monitor
+  start_healer # before the nodes: an `up` that meets a stall has its healer already
   for n in 1 2 3; do start_node "$n"; done
   wait_formation 240
   as_pg pg_autoctl set formation number-sync-standbys 1 --pgdata "$(node_dir "$(primary)")/data" \
     >>"$DIR/set.log" 2>&1 || true
   wait_formation 120 # the primary applies the setting (apply_settings), then is primary again
   ensure_role
-  start_healer
   echo "PostgreSQL HA up: 3 nodes, 1 synchronous standby required; DATABASE_URL=$(url)"
 }
 
@@ -235,20 +253,35 @@ cmd_up() {
 # been behind its assigned state for PGHA_HEAL_AFTER s (default 60) while another node is on
 # a later timeline (the formation failed over without it) - the stall pg_auto_failover 2.0
 # cannot leave by itself (docs/chaos.md §7). Its decisions are in heal.log.
+healer_pid() { # the healer's pid, when the recorded one is still the healer
+  local pidf="$DIR/heal.pid" pid
+  [[ -f "$pidf" ]] || return 1
+  pid="$(cat "$pidf")"
+  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "pgha_heal.py .*--dir $DIR " || return 1
+  echo "$pid"
+}
+
 start_healer() {
-  local pidf="$DIR/heal.pid"
-  [[ -f "$pidf" ]] && kill -0 "$(cat "$pidf")" 2>/dev/null && return 0
+  healer_pid >/dev/null && return 0
+  # setsid: the healer leads a process group of its own (python3 may be a shim that execs,
+  # so $! is the healer), which `down` ends whole, a rebuild in progress included.
   ELECTRIC_PGHA_DIR="$DIR" PGHA_PORT="$PGHA_PORT" setsid nohup python3 \
     "$ROOT/deploy/lib/pgha_heal.py" --script "$ROOT/deploy/postgres-ha.sh" --dir "$DIR" \
     --after "${PGHA_HEAL_AFTER:-60}" >>"$DIR/heal.log" 2>&1 </dev/null &
-  echo $! >"$pidf"
+  echo $! >"$DIR/heal.pid"
 }
 
 stop_healer() {
-  local pidf="$DIR/heal.pid"
-  [[ -f "$pidf" ]] && kill "$(cat "$pidf")" 2>/dev/null
-  rm -f "$pidf"
-  return 0
+  local pid i
+  if pid="$(healer_pid)"; then
+    kill -TERM -- "-$pid" 2>/dev/null || true
+    for ((i = 0; i < 50; i++)); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL -- "-$pid" 2>/dev/null || true
+  fi
+  rm -f "$DIR/heal.pid"
 }
 
 state_json() { as_pg pg_autoctl show state --pgdata "$(monitor_dir)/data" --json 2>/dev/null; }

@@ -9,13 +9,14 @@ which waits for that node's report and, when a failover is under way, promotes n
 
 This watcher does what the operator did by hand: a node is rebuilt (dropped from the
 monitor, copied anew from the primary: ``postgres-ha.sh rebuild N``, which keeps its old
-data folder aside as ``diverged``, so nothing is deleted) when
+data folder aside as ``diverged-<time>``, so nothing is deleted), one node at a time, when
 
 * its keeper is alive (a node whose keeper is gone is a lost machine: the monitor already
   leaves it out, and it rejoins when its keeper is started again);
 * it has been behind its assigned state for ``--after`` seconds (a rejoin by pg_rewind
   takes a few seconds); and
-* another node is on a later timeline: the formation failed over without it. What this
+* another node, whose keeper runs, is on a later timeline: the formation failed over
+  without it. What this
   node wrote past the point its timeline forked was never acknowledged: a commit returns
   only once a synchronous standby holds it, and the monitor promotes the standby with the
   most WAL (it has every standby report its position first, and fetches what the
@@ -58,10 +59,16 @@ def stuck(node: Node) -> bool:
     return bool(node["current_group_state"] != node["assigned_group_state"])
 
 
-def left_behind(node: Node, nodes: Sequence[Node]) -> bool:
-    """Another node is on a later timeline than ``node``: it was failed over without."""
+def left_behind(node: Node, nodes: Sequence[Node], keeper_alive: Callable[[int], bool]) -> bool:
+    """Another node, whose keeper runs, is on a later timeline than ``node``: the formation
+    failed over without it. (A later timeline held only by a dead node proves nothing the
+    living can use: rebuilding from it is impossible, and the living may hold the data.)"""
     tli = int(node["reported_tli"])
-    return any(int(o["reported_tli"]) > tli for o in nodes if number(o) != number(node))
+    return any(
+        int(o["reported_tli"]) > tli and keeper_alive(number(o))
+        for o in nodes
+        if number(o) != number(node)
+    )
 
 
 def to_rebuild(
@@ -70,22 +77,61 @@ def to_rebuild(
     stuck_since: dict[int, float],
     now: float,
     after: float,
-) -> list[int]:
-    """The nodes to rebuild now. ``stuck_since`` (node → first time seen behind its
-    assigned state) is updated in place: a node that caught up is forgotten."""
+) -> int | None:
+    """The node to rebuild now, if any: one at a time, the state read again before the
+    next. ``stuck_since`` (node → first time seen behind its assigned state) is updated in
+    place: a node that caught up is forgotten."""
     for node in nodes:
         n = number(node)
         if stuck(node) and keeper_alive(n):
             stuck_since.setdefault(n, now)
         else:
             stuck_since.pop(n, None)
-    return [
-        number(node)
+    due = [
+        node
         for node in nodes
         if number(node) in stuck_since
         and now - stuck_since[number(node)] >= after
-        and left_behind(node, nodes)
+        and left_behind(node, nodes, keeper_alive)
     ]
+    # The longest behind first: the old primary of the earliest failover.
+    due.sort(key=lambda node: (int(node["reported_tli"]), stuck_since[number(node)]))
+    return number(due[0]) if due else None
+
+
+def look(
+    ha: Callable[..., str],
+    keeper_alive: Callable[[int], bool],
+    say: Callable[[str], None],
+    stuck_since: dict[int, float],
+    after: float,
+) -> None:
+    """One look at the formation, and at most one rebuild."""
+    try:
+        nodes = json.loads(ha("state", timeout=30) or "[]")
+    except (subprocess.SubprocessError, ValueError):
+        return  # the monitor is restarting, or loaded: look again
+    n = to_rebuild(nodes, keeper_alive, stuck_since, time.monotonic(), after)
+    if n is None:
+        return
+    node = next(x for x in nodes if number(x) == n)
+    others = ", ".join(
+        f"node{number(o)} tli {o['reported_tli']} at {o['reported_lsn']}"
+        f" ({o['current_group_state']})"
+        for o in nodes
+        if number(o) != n
+    )
+    say(
+        f"rebuilding node {n}: {node['current_group_state']} (assigned"
+        f" {node['assigned_group_state']}) for {time.monotonic() - stuck_since[n]:.0f} s"
+        f" on timeline {node['reported_tli']} at {node['reported_lsn']}; others: {others}"
+    )
+    try:
+        ha("rebuild", str(n), timeout=600)
+        say(f"rebuilt node {n}")
+    except subprocess.SubprocessError as exc:
+        say(f"rebuild of node {n} failed: {exc}")
+    stuck_since.pop(n, None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -121,27 +167,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     say(f"watching {folder}: a node left behind on an older timeline {args.after:.0f} s is rebuilt")
     while (folder / "monitor").is_dir():
         try:
-            nodes = json.loads(ha("state", timeout=30) or "[]")
-        except (subprocess.SubprocessError, ValueError):
-            nodes = []  # the monitor is restarting, or loaded: look again
-        for n in to_rebuild(nodes, keeper_alive, stuck_since, time.monotonic(), args.after):
-            node = next(x for x in nodes if number(x) == n)
-            say(
-                f"rebuilding node {n}: {node['current_group_state']} (assigned"
-                f" {node['assigned_group_state']}) for {time.monotonic() - stuck_since[n]:.0f} s"
-                f" on timeline {node['reported_tli']} at {node['reported_lsn']}; others:"
-                + ", ".join(
-                    f" node{number(o)} tli {o['reported_tli']} at {o['reported_lsn']}"
-                    for o in nodes
-                    if number(o) != n
-                )
-            )
-            try:
-                ha("rebuild", str(n), timeout=600)
-                say(f"rebuilt node {n}")
-            except subprocess.SubprocessError as exc:
-                say(f"rebuild of node {n} failed: {exc}")
-            stuck_since.pop(n, None)
+            look(ha, keeper_alive, say, stuck_since, args.after)
+        except Exception as exc:  # a state it cannot read: say so, look again
+            say(f"look failed: {exc!r}")
         time.sleep(args.every)
     return 0
 
