@@ -264,6 +264,7 @@ class Injector:
             return "kill -9 + up" if fault.hard else "SIGTERM + up"
         if kind == "pg_restart":
             self._down.add("postgres")
+            self._settled("")
             try:
                 await asyncio.to_thread(self.postgres.restart_fast)
             finally:
@@ -271,11 +272,12 @@ class Injector:
             return (
                 "pg_ctl restart -m fast"
                 if isinstance(self.postgres, PrivatePostgres)
-                else ("pg_ctl stop -m fast on the primary, started again by its keeper")
-            )
+                else "pg_ctl stop -m fast on the primary, started again by its keeper"
+            ) + self._settled("")
         if kind == "slow_disk":
+            self._settled("")
             n = await asyncio.to_thread(self.postgres.pause, fault.seconds)
-            return f"{n} database processes stopped {fault.seconds:.1f}s"
+            return f"{n} database processes stopped {fault.seconds:.1f}s" + self._settled("")
         if kind == "disconnect":
             return await self._disconnect(fault)
         if kind in REPLICATED_KINDS:
@@ -302,6 +304,14 @@ class Injector:
             return await asyncio.to_thread(self.postgres.fail_over, fault.seconds)
         finally:
             self._down.discard(what)
+
+    def _settled(self, replace: str) -> str:
+        """The replicated formation's last settle (``; formation whole after ...``), and set
+        it to ``replace``; "" for a database without one."""
+        was = str(getattr(self.postgres, "last_settle", ""))
+        if hasattr(self.postgres, "last_settle"):
+            self.postgres.last_settle = replace
+        return f"; {was}" if was else ""
 
     def _kafka_restart(self, fault: Fault) -> None:
         self._down.add("kafka")

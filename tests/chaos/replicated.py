@@ -113,6 +113,9 @@ class PrivatePostgresHA:
             "ELECTRIC_PGHA_DIR": str(directory),
         }
         self.url = ""
+        #: What the last :meth:`settle` found (the fault table shows it after a restart or
+        #: a slow disk, which a failover may follow); the injector empties it before each.
+        self.last_settle = ""
 
     def _ha(self, *args: str, timeout: float = 600) -> str:
         return _script("postgres-ha.sh", list(args), self.env, timeout)
@@ -250,7 +253,8 @@ class PrivatePostgresHA:
             raise TimeoutError(f"formation not whole after {wait:.0f}s: {state}") from exc
         took = f"formation whole after {time.monotonic() - began:.1f}s"
         rebuilt = [line for line in self._heal_lines()[len(healed) :] if "rebuilt node" in line]
-        return f"{took}; healer: {'; '.join(rebuilt)}" if rebuilt else took
+        self.last_settle = f"{took}; healer: {'; '.join(rebuilt)}" if rebuilt else took
+        return self.last_settle
 
     def _heal_lines(self) -> list[str]:
         try:
