@@ -153,62 +153,6 @@ sql_monitor() {
   as_pg psql -X -q -h "$HOST" -p "$PGHA_PORT" -d pg_auto_failover -v ON_ERROR_STOP=1 "$@"
 }
 
-# pg_auto_failover 2.0's monitor can hand a failover candidate ITSELF as the node to fetch
-# missing WAL from. It picks the candidate by raw WAL position, assigns it fast_forward when
-# that position is not the most advanced one (ranked timeline first), and its keeper then
-# asks the SQL function get_most_advanced_standby where to fetch from; that function knows
-# nothing of its caller and orders by raw position only, so a candidate whose own report is
-# the latest is answered itself, and streams from its own port for ever: no primary (the
-# second stall of docs/chaos.md §7). The replacement below
-#   - leaves out the caller (the one node assigned fast_forward; the 2.0 keeper does not name
-#     itself), as releases after 2.0 do: a candidate at or past every other node of its
-#     timeline fast-forwards from the best of them, is at its target at once, and is promoted;
-#   - ranks by timeline, then position, as the monitor's own choice of the most advanced does;
-#   - answers NOTHING when some node that reported is on a later timeline than the caller.
-#     Such a caller is an old primary not yet rewound (its raw position past the fork can
-#     look ahead); promoting it would fork away every commit acknowledged on the later
-#     timeline. Its keeper then retries, the failover waits, and the healer (below) rebuilds
-#     that node once it has been behind for its wait, after which a node of the later
-#     timeline is chosen.
-# Replaced on every `up`, so it holds on a monitor created by an older script too.
-patch_monitor() {
-  sql_monitor <<'SQL' >/dev/null
-CREATE OR REPLACE FUNCTION pgautofailover.get_most_advanced_standby
- (
-   IN formationid       text default 'default',
-   IN groupid           int default 0,
-   OUT node_id          bigint,
-   OUT node_name        text,
-   OUT node_host        text,
-   OUT node_port        int,
-   OUT node_lsn         pg_lsn,
-   OUT node_is_primary  bool
- )
-RETURNS SETOF record LANGUAGE SQL STRICT
-AS $$
-   select nodeid, nodename, nodehost, nodeport, reportedlsn, false
-     from pgautofailover.node
-    where formationid = $1
-      and groupid = $2
-      and reportedstate = 'report_lsn'
-      and goalstate <> 'fast_forward'
-      and not exists (
-            select 1
-              from pgautofailover.node caller
-              join pgautofailover.node later
-                on later.formationid = caller.formationid
-               and later.groupid = caller.groupid
-             where caller.formationid = $1
-               and caller.groupid = $2
-               and caller.goalstate = 'fast_forward'
-               and later.reportedstate = 'report_lsn'
-               and later.reportedtli > caller.reportedtli)
- order by reportedtli desc, reportedlsn desc, health desc
-    limit 1;
-$$;
-SQL
-}
-
 cmd_up() {
   ensure_packages
   resolve_dir
@@ -238,7 +182,6 @@ cmd_up() {
     -c "ALTER SYSTEM SET pgautofailover.health_check_retry_delay TO 500" \
     -c "ALTER SYSTEM SET pgautofailover.node_considered_unhealthy_timeout TO 4000" \
     -c "SELECT pg_reload_conf()" >/dev/null
-  patch_monitor
   start_healer # before the nodes: an `up` that meets a stall has its healer already
   for n in 1 2 3; do start_node "$n"; done
   wait_formation 240

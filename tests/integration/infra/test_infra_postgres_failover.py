@@ -90,51 +90,10 @@ def _settled_primary(env: dict[str, str], timeout: float = 120.0) -> str:
             time.sleep(1)
 
 
-def _source_offered_to_a_fast_forward_candidate(
-    env: dict[str, str], reports: dict[str, tuple[int, str]]
-) -> str:
-    """A failover in its fast_forward step, as the monitor's table holds it: every node in
-    report_lsn at ``reports`` (name: timeline, position), node1 the candidate assigned
-    fast_forward. Written in a transaction that is rolled back, so the live formation never
-    sees it; the answer of the function the candidate's keeper calls ("" for none)."""
-    tlis = " ".join(f"WHEN '{name}' THEN {tli}" for name, (tli, _) in reports.items())
-    lsns = " ".join(f"WHEN '{name}' THEN '{lsn}'::pg_lsn" for name, (_, lsn) in reports.items())
-    crafted = f"""
-BEGIN;
-UPDATE pgautofailover.node SET reportedstate = 'report_lsn', goalstate = 'report_lsn',
-       reportedtli = CASE nodename {tlis} END, reportedlsn = CASE nodename {lsns} END
- WHERE formationid = 'default' AND groupid = 0;
-UPDATE pgautofailover.node SET goalstate = 'fast_forward' WHERE nodename = 'node1';
-SELECT node_name FROM pgautofailover.get_most_advanced_standby('default', 0);
-ROLLBACK;
-"""
-    owner = ["runuser", "-u", "postgres", "--"] if os.getuid() == 0 else []
-    psql = [*owner, "psql", "-X", "-q", "-tA", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1"]
-    psql += ["-p", env["PGHA_PORT"], "-d", "pg_auto_failover"]
-    done = subprocess.run(
-        psql, input=crafted, cwd="/", check=True, timeout=60, capture_output=True, text=True
-    )
-    return done.stdout.strip()
-
-
 def test_no_acknowledged_commit_is_lost_when_the_primary_dies(
     formation: tuple[str, dict[str, str]],
 ) -> None:
     url, env = formation
-    # The candidate's own report is the latest of its timeline: pg_auto_failover 2.0
-    # answered node1 itself, whose keeper then streamed from its own port for ever (the
-    # second stall of docs/chaos.md §7). Replaced: the best of the others.
-    same_timeline = {
-        "node1": (2, "0/9000000"),
-        "node2": (2, "0/8000000"),
-        "node3": (2, "0/7000000"),
-    }
-    assert _source_offered_to_a_fast_forward_candidate(env, same_timeline) == "node2"
-    # The candidate is an old primary on an older timeline whose raw position looks ahead:
-    # fast-forwarding it from anyone would promote it and fork away the later timeline's
-    # acknowledged commits. 2.0 answered node1; now nothing (the healer rebuilds node1).
-    forked = {"node1": (2, "0/9000000"), "node2": (3, "0/8000000"), "node3": (3, "0/7000000")}
-    assert _source_offered_to_a_fast_forward_candidate(env, forked) == ""
     engine = create_engine(url)
     migrate(engine)
     store = EventStore(engine, producer="failover")
