@@ -153,6 +153,73 @@ sql_monitor() {
   as_pg psql -X -q -h "$HOST" -p "$PGHA_PORT" -d pg_auto_failover -v ON_ERROR_STOP=1 "$@"
 }
 
+# pg_auto_failover 2.0's second stall (docs/chaos.md §7): the monitor picks a failover
+# candidate by raw WAL position and assigns it fast_forward whenever its position differs
+# from the most advanced one it computed, so an old primary back from a restart can be
+# the candidate with MORE WAL than its peers. Its keeper asks the SQL function
+# get_most_advanced_standby for a source, and restarts with recovery_target_lsn at the
+# position that function answers (inclusive; then it is promoted). Debian's function
+# orders by raw position and knows nothing of its caller: it answers the candidate itself,
+# which then streams from its own port for ever (no primary). Answering a peer BEHIND the
+# candidate instead, as releases after 2.0 do, loses data with the 2.0 keeper: the target
+# is the peer's position, and everything the candidate wrote past it is thrown away at the
+# promotion (the hour of 7 Dec lost nine published events so). This replacement answers
+#   - the best peer, ranked by timeline then position (as the monitor ranks "most
+#     advanced"), the candidate itself only when no peer reported;
+#   - as the target, the peer's position when that peer is on the candidate's timeline (or
+#     later) and ahead of it, else the candidate's OWN reported position: a candidate that
+#     holds the most WAL replays its own WAL to where it reported, is at its target at
+#     once, and is promoted with nothing lost;
+#   - nothing when a peer that reported is on a later timeline than the candidate (an old
+#     primary not yet rewound): promoting it would fork away the later timeline's
+#     acknowledged commits. It waits; the healer (below) rebuilds it after its wait.
+# Without a candidate (the function's other caller, a node created while no primary
+# exists) it answers the best node as Debian's does, timeline first.
+# Replaced on every `up`, so it holds on a monitor created by an older script too.
+patch_monitor() {
+  sql_monitor <<'SQL' >/dev/null
+CREATE OR REPLACE FUNCTION pgautofailover.get_most_advanced_standby
+ (
+   IN formationid       text default 'default',
+   IN groupid           int default 0,
+   OUT node_id          bigint,
+   OUT node_name        text,
+   OUT node_host        text,
+   OUT node_port        int,
+   OUT node_lsn         pg_lsn,
+   OUT node_is_primary  bool
+ )
+RETURNS SETOF record LANGUAGE SQL STRICT
+AS $$
+   with candidate as (
+       select reportedtli as tli, reportedlsn as lsn
+         from pgautofailover.node
+        where formationid = $1 and groupid = $2 and goalstate = 'fast_forward'
+        limit 1
+   )
+   select n.nodeid, n.nodename, n.nodehost, n.nodeport,
+          case when c.lsn is null then n.reportedlsn
+               when n.reportedtli >= c.tli and n.reportedlsn > c.lsn then n.reportedlsn
+               else c.lsn end,
+          false
+     from pgautofailover.node n
+     left join candidate c on true
+    where n.formationid = $1
+      and n.groupid = $2
+      and n.reportedstate = 'report_lsn'
+      and not exists (
+            select 1
+              from pgautofailover.node later
+             where later.formationid = $1
+               and later.groupid = $2
+               and later.reportedstate = 'report_lsn'
+               and later.reportedtli > c.tli)
+ order by (n.goalstate = 'fast_forward'), n.reportedtli desc, n.reportedlsn desc, n.health desc
+    limit 1;
+$$;
+SQL
+}
+
 cmd_up() {
   ensure_packages
   resolve_dir
@@ -182,6 +249,7 @@ cmd_up() {
     -c "ALTER SYSTEM SET pgautofailover.health_check_retry_delay TO 500" \
     -c "ALTER SYSTEM SET pgautofailover.node_considered_unhealthy_timeout TO 4000" \
     -c "SELECT pg_reload_conf()" >/dev/null
+  patch_monitor
   start_healer # before the nodes: an `up` that meets a stall has its healer already
   for n in 1 2 3; do start_node "$n"; done
   wait_formation 240

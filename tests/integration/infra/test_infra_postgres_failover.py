@@ -90,10 +90,71 @@ def _settled_primary(env: dict[str, str], timeout: float = 120.0) -> str:
             time.sleep(1)
 
 
+def _source_offered_to_a_fast_forward_candidate(
+    env: dict[str, str], reports: dict[str, tuple[int, str, str]]
+) -> str:
+    """A failover in its fast_forward step, as the monitor's table holds it: each node at
+    ``reports`` (name: timeline, position, reported state), node1 the candidate assigned
+    fast_forward. Written in a transaction that is rolled back, so the live formation never
+    sees it. The answer of the function the candidate's keeper calls: "node|target", or ""."""
+    tlis = " ".join(f"WHEN '{name}' THEN {tli}" for name, (tli, _, _) in reports.items())
+    lsns = " ".join(f"WHEN '{name}' THEN '{at}'::pg_lsn" for name, (_, at, _) in reports.items())
+    states = " ".join(
+        f"WHEN '{name}' THEN '{st}'::pgautofailover.replication_state"
+        for name, (_, _, st) in reports.items()
+    )
+    crafted = f"""
+BEGIN;
+UPDATE pgautofailover.node SET reportedstate = CASE nodename {states} END,
+       goalstate = CASE nodename {states} END,
+       reportedtli = CASE nodename {tlis} END, reportedlsn = CASE nodename {lsns} END
+ WHERE formationid = 'default' AND groupid = 0;
+UPDATE pgautofailover.node SET goalstate = 'fast_forward' WHERE nodename = 'node1';
+SELECT node_name || '|' || node_lsn FROM pgautofailover.get_most_advanced_standby('default', 0);
+ROLLBACK;
+"""
+    owner = ["runuser", "-u", "postgres", "--"] if os.getuid() == 0 else []
+    psql = [*owner, "psql", "-X", "-q", "-tA", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1"]
+    psql += ["-p", env["PGHA_PORT"], "-d", "pg_auto_failover"]
+    done = subprocess.run(
+        psql, input=crafted, cwd="/", check=True, timeout=60, capture_output=True, text=True
+    )
+    return done.stdout.strip()
+
+
+def _check_the_fast_forward_source(env: dict[str, str]) -> None:
+    """What the candidate of a failover in its fast_forward step is told (docs/chaos.md §7,
+    the second stall), on the live monitor, in rolled-back transactions."""
+    r = "report_lsn"
+
+    def ask(n1: tuple[int, str, str], n2: tuple[int, str, str], n3: tuple[int, str, str]) -> str:
+        return _source_offered_to_a_fast_forward_candidate(
+            env, {"node1": n1, "node2": n2, "node3": n3}
+        )
+
+    # The candidate holds the most WAL (an old primary back from a restart). Debian's
+    # answered node1|0/9000000: itself, streaming from its own port for ever. The first
+    # replacement answered node2|0/8000000, and the keeper threw away its WAL past
+    # 0/8000000 at the promotion (the hour of 7 Dec lost nine published events so). Now its
+    # own position: nothing is fetched and nothing is thrown away.
+    assert ask((2, "0/9000000", r), (2, "0/8000000", r), (2, "0/7000000", r)) == "node2|0/9000000"
+    # The candidate is behind a peer of its timeline: that peer, to its position.
+    assert ask((2, "0/7000000", r), (2, "0/9000000", r), (2, "0/8000000", r)) == "node2|0/9000000"
+    # The candidate is an old primary on an older timeline whose raw position looks ahead:
+    # nothing (it waits; the healer rebuilds it). Debian's answered node1.
+    assert ask((2, "0/9000000", r), (3, "0/8000000", r), (3, "0/7000000", r)) == ""
+    # No peer reported: the candidate itself, to its own position.
+    sec = "secondary"
+    assert ask((2, "0/9000000", r), (2, "0/8000000", sec), (2, "0/7000000", sec)) == (
+        "node1|0/9000000"
+    )
+
+
 def test_no_acknowledged_commit_is_lost_when_the_primary_dies(
     formation: tuple[str, dict[str, str]],
 ) -> None:
     url, env = formation
+    _check_the_fast_forward_source(env)
     engine = create_engine(url)
     migrate(engine)
     store = EventStore(engine, producer="failover")
