@@ -36,7 +36,6 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from aiokafka import ConsumerRebalanceListener, TopicPartition
-from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 from aiokafka.partitioner import murmur2
 from electric_eventlog import fencing, partitions_for
@@ -445,14 +444,11 @@ def sticky_assignor() -> type[StickyPartitionAssignor]:
 
 def group_options(assignor: type[StickyPartitionAssignor]) -> dict[str, Any]:
     """Every consumer option of the table group: :func:`group_timings`, and the sticky
-    ``assignor`` first, round robin second. Members agree on a strategy they all list, so
-    during a rolling upgrade from instances that list round robin alone the group keeps
-    round robin until the last old instance is gone (one strategy each would fail the
-    join: InconsistentGroupProtocol)."""
-    return {
-        **group_timings(),
-        "partition_assignment_strategy": (assignor, RoundRobinPartitionAssignor),
-    }
+    ``assignor`` alone. aiokafka 0.14 sends one JoinGroup per listed strategy (inside its
+    loop over them), so listing round robin as well made every join two rounds. A rolling
+    upgrade from instances that list round robin alone cannot join them (the group refuses
+    a member with no strategy in common): stop the old instances before starting new ones."""
+    return {**group_timings(), "partition_assignment_strategy": (assignor,)}
 
 
 async def own_by_partitions(
