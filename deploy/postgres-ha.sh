@@ -21,6 +21,13 @@
 #                                            from the primary (one that cannot rejoin; below)
 #   bash deploy/postgres-ha.sh wait [S]      until one primary and two secondaries (S s: 120)
 #   bash deploy/postgres-ha.sh state         the formation's state as JSON
+#   bash deploy/postgres-ha.sh timelines     per node with data: N, its control file's
+#                                            timeline (read with PostgreSQL up or down), and
+#                                            when it answers: in recovery (t/f), its last
+#                                            checkpoint's timeline, the one it is on (- unknown)
+#   bash deploy/postgres-ha.sh record-timelines N:TLI...  the healer's observed timelines,
+#                                            kept in the monitor for the fast-forward guard
+#   bash deploy/postgres-ha.sh checkpoint N  a CHECKPOINT on node N (a restartpoint on a standby)
 #
 # `up` also starts the healer (deploy/lib/pgha_heal.py; `down` stops it): a node that
 # cannot rejoin after a failover left it behind is rebuilt (below, rebuild_node).
@@ -139,14 +146,28 @@ start_node() { # N: create the node when it has no data (a standby copied from t
 rebuild_node() { # N
   local n="$1" d
   d="$(node_dir "$n")"
+  # While it runs, the node's keeper is gone on purpose: `start N` (a supervisor that
+  # revives lost nodes, as the chaos harness's) leaves a node being rebuilt alone. A
+  # keeper started in the middle raced the copy and failed the rebuild (seed 38).
+  echo $$ >"$d/rebuilding"
+  trap "rm -f '$d/rebuilding'" EXIT
   kill_dir "$d"
   as_pg pg_autoctl drop node --monitor "$(monitor_uri)" --name "node$n" --force \
     >>"$d/keeper.log" 2>&1 || true
+  # The healer's observation was of the data set aside: the copy gets its own.
+  sql_monitor -c "DELETE FROM electric_heal.node_timeline WHERE nodename = 'node$n'" \
+    >/dev/null 2>&1 || true
   # Kept aside, never deleted: what the node wrote past its timeline's fork was never
   # acknowledged, but an operator may want to read it.
   rm -rf "$d/backup"
   if [[ -d "$d/data" ]]; then mv "$d/data" "$d/diverged-$(date -u +%Y%m%dT%H%M%SZ)"; fi
   start_node "$n"
+}
+
+rebuilding() { # N: a rebuild of node N is under way (its marker's process is alive)
+  local marker
+  marker="$(node_dir "$1")/rebuilding"
+  [[ -f "$marker" ]] && kill -0 "$(cat "$marker")" 2>/dev/null
 }
 
 sql_monitor() {
@@ -176,8 +197,43 @@ sql_monitor() {
 # Without a candidate (the function's other caller, a node created while no primary
 # exists) it answers the best node as Debian's does, timeline first.
 # Replaced on every `up`, so it holds on a monitor created by an older script too.
+# Each node's timeline here is the later of the keeper's report and the healer's
+# observation of the node's control file (electric_heal.node_timeline, record-timelines):
+# the 2.0 keeper can report a timeline it read long before. A node primary on timeline 5
+# for two minutes, stopped and restarted, reported 4, the timeline its control file had
+# when its keeper started (the hour of seed 38); the guard took it for an old primary and
+# the healer rebuilt the node with the most WAL. Both values are lower bounds of the
+# truth (a timeline never goes back on a node's data), so the later one is the better.
 patch_monitor() {
   sql_monitor <<'SQL' >/dev/null
+CREATE SCHEMA IF NOT EXISTS electric_heal;
+CREATE TABLE IF NOT EXISTS electric_heal.node_timeline (
+   formationid  text        NOT NULL,
+   nodename     text        NOT NULL,
+   tli          int         NOT NULL,
+   observed_at  timestamptz NOT NULL DEFAULT now(),
+   PRIMARY KEY (formationid, nodename)
+);
+GRANT USAGE ON SCHEMA electric_heal TO autoctl_node;
+GRANT SELECT ON electric_heal.node_timeline TO autoctl_node;
+-- The monitor's own ranking of failover candidates reads reportedtli too (timeline first):
+-- a keeper's stale report never lowers it below what the node's control file showed.
+CREATE OR REPLACE FUNCTION electric_heal.observed_timeline_floor() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $f$
+DECLARE
+  observed int;
+BEGIN
+  SELECT o.tli INTO observed FROM electric_heal.node_timeline o
+   WHERE o.formationid = NEW.formationid AND o.nodename = NEW.nodename;
+  IF observed > NEW.reportedtli THEN
+    NEW.reportedtli := observed;
+  END IF;
+  RETURN NEW;
+EXCEPTION WHEN undefined_table THEN
+  RETURN NEW; -- the table dropped by hand: the keepers' reports must still go through
+END $f$;
+CREATE OR REPLACE TRIGGER electric_observed_timeline_floor BEFORE UPDATE OF reportedtli
+  ON pgautofailover.node FOR EACH ROW EXECUTE FUNCTION electric_heal.observed_timeline_floor();
 CREATE OR REPLACE FUNCTION pgautofailover.get_most_advanced_standby
  (
    IN formationid       text default 'default',
@@ -191,30 +247,29 @@ CREATE OR REPLACE FUNCTION pgautofailover.get_most_advanced_standby
  )
 RETURNS SETOF record LANGUAGE SQL STRICT
 AS $$
-   with candidate as (
-       select reportedtli as tli, reportedlsn as lsn
-         from pgautofailover.node
-        where formationid = $1 and groupid = $2 and goalstate = 'fast_forward'
-        limit 1
+   with nodes as (
+       select n.nodeid, n.nodename, n.nodehost, n.nodeport, n.reportedlsn, n.reportedstate,
+              n.goalstate, n.health, greatest(n.reportedtli, coalesce(o.tli, 0)) as tli
+         from pgautofailover.node n
+         left join electric_heal.node_timeline o
+           on o.formationid = n.formationid and o.nodename = n.nodename
+        where n.formationid = $1 and n.groupid = $2
+   ),
+   candidate as (
+       select tli, reportedlsn as lsn from nodes where goalstate = 'fast_forward' limit 1
    )
    select n.nodeid, n.nodename, n.nodehost, n.nodeport,
           case when c.lsn is null then n.reportedlsn
-               when n.reportedtli >= c.tli and n.reportedlsn > c.lsn then n.reportedlsn
+               when n.tli >= c.tli and n.reportedlsn > c.lsn then n.reportedlsn
                else c.lsn end,
           false
-     from pgautofailover.node n
+     from nodes n
      left join candidate c on true
-    where n.formationid = $1
-      and n.groupid = $2
-      and n.reportedstate = 'report_lsn'
+    where n.reportedstate = 'report_lsn'
       and not exists (
-            select 1
-              from pgautofailover.node later
-             where later.formationid = $1
-               and later.groupid = $2
-               and later.reportedstate = 'report_lsn'
-               and later.reportedtli > c.tli)
- order by (n.goalstate = 'fast_forward'), n.reportedtli desc, n.reportedlsn desc, n.health desc
+            select 1 from nodes later
+             where later.reportedstate = 'report_lsn' and later.tli > c.tli)
+ order by (n.goalstate = 'fast_forward'), n.tli desc, n.reportedlsn desc, n.health desc
     limit 1;
 $$;
 SQL
@@ -275,7 +330,8 @@ healer_pid() { # the healer's pid, when the recorded one is still the healer
 start_healer() {
   healer_pid >/dev/null && return 0
   # setsid: the healer leads a process group of its own (python3 may be a shim that execs,
-  # so $! is the healer), which `down` ends whole, a rebuild in progress included.
+  # so $! is the healer), which `down` ends; on SIGTERM the healer first ends the group of
+  # the command it runs (each in a group of its own), a rebuild in progress included.
   ELECTRIC_PGHA_DIR="$DIR" PGHA_PORT="$PGHA_PORT" setsid nohup python3 \
     "$ROOT/deploy/lib/pgha_heal.py" --script "$ROOT/deploy/postgres-ha.sh" --dir "$DIR" \
     --after "${PGHA_HEAL_AFTER:-60}" >>"$DIR/heal.log" 2>&1 </dev/null &
@@ -349,6 +405,74 @@ SQL
   fi
 }
 
+# The keeper reports a node's timeline (pg_auto_failover 2.0, pgsql.c and pgsetup.c): a
+# primary's from its last checkpoint (pg_control_checkpoint()); a streaming standby's from
+# its WAL receiver (with none the monitor keeps the last value); and, while a node's
+# PostgreSQL is down, from its control file (pg_controldata). After a promotion the last
+# checkpoint stays on the old timeline until the first checkpoint on the new one, a spread
+# checkpoint (up to checkpoint_timeout x checkpoint_completion_target, 4.5 min, under
+# load), and a standby's control file until its next restartpoint: a node restarted then
+# is reported on an older timeline than it is on. The healer compares with the timeline
+# the node is on (its current WAL file's, or its WAL receiver's) and asks for a CHECKPOINT
+# where they differ (docs/chaos.md §7).
+node_sql() { # N SQL: one row, fields separated by spaces; fails when the node does not answer
+  # (psql's errors on stderr); statement_timeout: a frozen server holds no caller for long.
+  as_pg env PGCONNECT_TIMEOUT=2 PGOPTIONS="-c statement_timeout=${3:-5s}" psql -X -tA -F' ' \
+    -h "$HOST" -p "$(node_port "$1")" -d postgres -v ON_ERROR_STOP=1 -c "$2"
+}
+
+# The timeline a node's data is on at least, from its control file: the later of its last
+# checkpoint's and its minimum recovery point's (a standby moves the latter as it replays).
+# Read whether its PostgreSQL runs or not: an old primary that cannot start stays on its
+# old timeline here, whatever its keeper says.
+# Nothing when the file read is not trustworthy: pg_controldata warns of a bad checksum (a
+# read torn by a concurrent rewrite) on stdout and exits 0. The checksum is the test: a
+# second read to compare with would only double the cost of every look.
+control_tli() { # N
+  as_pg env LC_ALL=C pg_controldata -D "$(node_dir "$1")/data" 2>/dev/null | awk -F: '
+    /CRC|untrustworthy|byte ordering/ { bad = 1 }
+    /^Latest checkpoint.s TimeLineID/ || /^Min recovery ending loc.s timeline/ {
+      gsub(/ /, "", $2); if ($2 + 0 > tli) tli = $2 + 0 }
+    END { if (tli > 0 && !bad) print tli; else exit 1 }'
+}
+
+cmd_timelines() {
+  local n control row
+  for n in 1 2 3; do
+    [[ -f "$(node_dir "$n")/data/PG_VERSION" ]] || continue
+    control="$(control_tli "$n")" || continue
+    row="$(node_sql "$n" "SELECT pg_is_in_recovery(),
+        (SELECT timeline_id FROM pg_control_checkpoint()),
+        coalesce(CASE WHEN pg_is_in_recovery()
+             THEN (SELECT received_tli FROM pg_stat_wal_receiver WHERE received_tli > 0)
+             ELSE ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int
+        END::text, '-')" 2>/dev/null)" || row="- - -"
+    echo "$n $control $row"
+  done
+}
+
+# The healer's observations, where the guard of patch_monitor reads them: N:TLI ...
+cmd_record_timelines() {
+  # A no-op update per node has the trigger raise a stale report at once, not at the next
+  # one: one row per transaction, as the monitor's own calls take several rows in their
+  # own order (two rows in one statement could deadlock with them), briefly.
+  local values="" raise=() pair n
+  for pair in "$@"; do
+    [[ "$pair" =~ ^([123]):([0-9]+)$ ]] || { log "record-timelines: N:TLI, not $pair"; exit 2; }
+    n="${BASH_REMATCH[1]}"
+    values+="${values:+,}('default', 'node$n', ${BASH_REMATCH[2]})"
+    raise+=(-c "UPDATE pgautofailover.node SET reportedtli = reportedtli
+      WHERE formationid = 'default' AND nodename = 'node$n'
+        AND reportedtli < (SELECT tli FROM electric_heal.node_timeline
+                            WHERE formationid = 'default' AND nodename = 'node$n')")
+  done
+  [[ -n "$values" ]] || return 0
+  sql_monitor -c "SET lock_timeout = '2s'" \
+    -c "INSERT INTO electric_heal.node_timeline (formationid, nodename, tli)
+    VALUES $values ON CONFLICT (formationid, nodename)
+    DO UPDATE SET tli = excluded.tli, observed_at = now()" "${raise[@]}" >/dev/null
+}
+
 kill_dir() { # dir: SIGKILL its keeper's whole session (keeper, services, PostgreSQL)
   local dir="$1" pid sid
   [[ -f "$dir/keeper.pid" ]] || return 0
@@ -404,7 +528,11 @@ kill)
   ;;
 start)
   resolve_dir
-  run_keeper "$(node_dir "${2:?node number}")"
+  if rebuilding "${2:?node number}"; then
+    echo "node $2 is being rebuilt (pid $(cat "$(node_dir "$2")/rebuilding")): not started"
+    exit 0
+  fi
+  run_keeper "$(node_dir "$2")"
   echo "node $2 keeper started (it rejoins as a standby)"
   ;;
 rebuild)
@@ -416,13 +544,28 @@ state)
   resolve_dir
   state_json
   ;;
+timelines)
+  resolve_dir
+  cmd_timelines
+  ;;
+record-timelines)
+  resolve_dir
+  shift
+  cmd_record_timelines "$@"
+  ;;
+checkpoint)
+  resolve_dir
+  [[ "${2:-}" =~ ^[123]$ ]] || { echo "checkpoint: a node number, 1-3" >&2; exit 2; }
+  node_sql "$2" "CHECKPOINT" 60s >/dev/null
+  echo "node $2: checkpoint done"
+  ;;
 wait)
   resolve_dir
   wait_formation "${2:-120}"
   echo "one primary and two secondaries"
   ;;
 *)
-  echo "usage: $0 install|up|down|status|url|primary|kill N|start N|rebuild N|wait [SECONDS]|state" >&2
+  echo "usage: $0 install|up|down|status|url|primary|kill N|start N|rebuild N|wait [SECONDS]|state|timelines|record-timelines N:TLI...|checkpoint N" >&2
   exit 2
   ;;
 esac

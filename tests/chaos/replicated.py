@@ -156,16 +156,22 @@ class PrivatePostgresHA:
         return [master, *children_of(master)]
 
     def missing(self) -> list[int]:
-        """Data nodes whose keeper is gone (the supervisor restarts them: they rejoin)."""
+        """Data nodes whose keeper is gone (the supervisor restarts them: they rejoin), but
+        not one the healer is rebuilding: its keeper is gone on purpose (``rebuilding``)."""
         out = []
         for n in (1, 2, 3):
-            try:
-                pid = int((self.dir / f"node{n}" / "keeper.pid").read_text().split()[0])
-            except (OSError, ValueError, IndexError):
-                pid = None
-            if not alive(pid):
+            if alive(self._pid_in(self.dir / f"node{n}" / "rebuilding")):
+                continue
+            if not alive(self._pid_in(self.dir / f"node{n}" / "keeper.pid")):
                 out.append(n)
         return out
+
+    @staticmethod
+    def _pid_in(path: Path) -> int | None:
+        try:
+            return int(path.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
 
     def revive(self, n: int) -> None:
         self._ha("start", str(n), timeout=120)

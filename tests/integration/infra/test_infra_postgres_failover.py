@@ -13,6 +13,7 @@ keeper runs (the first stall of docs/chaos.md §7): the healer rebuilds it, and 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -91,12 +92,21 @@ def _settled_primary(env: dict[str, str], timeout: float = 120.0) -> str:
 
 
 def _source_offered_to_a_fast_forward_candidate(
-    env: dict[str, str], reports: dict[str, tuple[int, str, str]]
+    env: dict[str, str],
+    reports: dict[str, tuple[int, str, str]],
+    observed: dict[str, int] | None = None,
 ) -> str:
     """A failover in its fast_forward step, as the monitor's table holds it: each node at
     ``reports`` (name: timeline, position, reported state), node1 the candidate assigned
-    fast_forward. Written in a transaction that is rolled back, so the live formation never
-    sees it. The answer of the function the candidate's keeper calls: "node|target", or ""."""
+    fast_forward, and the healer's ``observed`` control file timelines (none by default).
+    Written in a transaction that is rolled back, so the live formation never sees it. The
+    answer of the function the candidate's keeper calls: "node|target", or ""."""
+    seen = ", ".join(f"('default', '{name}', {tli})" for name, tli in (observed or {}).items())
+    record = "DELETE FROM electric_heal.node_timeline;" + (
+        f" INSERT INTO electric_heal.node_timeline (formationid, nodename, tli) VALUES {seen};"
+        if seen
+        else ""
+    )
     tlis = " ".join(f"WHEN '{name}' THEN {tli}" for name, (tli, _, _) in reports.items())
     lsns = " ".join(f"WHEN '{name}' THEN '{at}'::pg_lsn" for name, (_, at, _) in reports.items())
     states = " ".join(
@@ -110,14 +120,20 @@ UPDATE pgautofailover.node SET reportedstate = CASE nodename {states} END,
        reportedtli = CASE nodename {tlis} END, reportedlsn = CASE nodename {lsns} END
  WHERE formationid = 'default' AND groupid = 0;
 UPDATE pgautofailover.node SET goalstate = 'fast_forward' WHERE nodename = 'node1';
+{record}
+SET LOCAL ROLE autoctl_node; -- as the keeper calls it: the grants are part of the test
 SELECT node_name || '|' || node_lsn FROM pgautofailover.get_most_advanced_standby('default', 0);
 ROLLBACK;
 """
+    return _monitor_sql(env, crafted)
+
+
+def _monitor_sql(env: dict[str, str], sql: str) -> str:
     owner = ["runuser", "-u", "postgres", "--"] if os.getuid() == 0 else []
     psql = [*owner, "psql", "-X", "-q", "-tA", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1"]
     psql += ["-p", env["PGHA_PORT"], "-d", "pg_auto_failover"]
     done = subprocess.run(
-        psql, input=crafted, cwd="/", check=True, timeout=60, capture_output=True, text=True
+        psql, input=sql, cwd="/", check=True, timeout=60, capture_output=True, text=True
     )
     return done.stdout.strip()
 
@@ -127,9 +143,14 @@ def _check_the_fast_forward_source(env: dict[str, str]) -> None:
     the second stall), on the live monitor, in rolled-back transactions."""
     r = "report_lsn"
 
-    def ask(n1: tuple[int, str, str], n2: tuple[int, str, str], n3: tuple[int, str, str]) -> str:
+    def ask(
+        n1: tuple[int, str, str],
+        n2: tuple[int, str, str],
+        n3: tuple[int, str, str],
+        observed: dict[str, int] | None = None,
+    ) -> str:
         return _source_offered_to_a_fast_forward_candidate(
-            env, {"node1": n1, "node2": n2, "node3": n3}
+            env, {"node1": n1, "node2": n2, "node3": n3}, observed
         )
 
     # The candidate holds the most WAL (an old primary back from a restart). Debian's
@@ -143,6 +164,30 @@ def _check_the_fast_forward_source(env: dict[str, str]) -> None:
     # The candidate is an old primary on an older timeline whose raw position looks ahead:
     # nothing (it waits; the healer rebuilds it). Debian's answered node1.
     assert ask((2, "0/9000000", r), (3, "0/8000000", r), (3, "0/7000000", r)) == ""
+    # The same report, but the healer saw the candidate's control file on timeline 3: its
+    # keeper's timeline was one read long before (the hour of seed 38). Its own position.
+    on_3 = {"node1": 3, "node2": 3, "node3": 3}
+    assert ask((2, "0/9000000", r), (3, "0/8000000", r), (3, "0/7000000", r), on_3) == (
+        "node2|0/9000000"
+    )
+    # An old primary's control file keeps its old timeline: nothing, as above.
+    on_2 = {"node1": 2, "node2": 3, "node3": 3}
+    assert ask((2, "0/9000000", r), (3, "0/8000000", r), (3, "0/7000000", r), on_2) == ""
+    # The monitor's own ranking reads the stored timeline: a keeper's stale report (5)
+    # never lowers it below the node's observed control file (7); a later report (9) wins.
+    floor = _monitor_sql(
+        env,
+        """BEGIN;
+DELETE FROM electric_heal.node_timeline;
+INSERT INTO electric_heal.node_timeline (formationid, nodename, tli) VALUES ('default', 'node1', 7);
+UPDATE pgautofailover.node SET reportedtli = 5 WHERE nodename IN ('node1', 'node2');
+SELECT string_agg(nodename || '=' || reportedtli, ' ' ORDER BY nodename)
+  FROM pgautofailover.node WHERE nodename IN ('node1', 'node2');
+UPDATE pgautofailover.node SET reportedtli = 9 WHERE nodename = 'node1';
+SELECT reportedtli FROM pgautofailover.node WHERE nodename = 'node1';
+ROLLBACK;""",
+    )
+    assert floor.split("\n") == ["node1=7 node2=5", "9"], floor
     # No peer reported: the candidate itself, to its own position.
     sec = "secondary"
     assert ask((2, "0/9000000", r), (2, "0/8000000", sec), (2, "0/7000000", sec)) == (
@@ -191,6 +236,7 @@ def test_no_acknowledged_commit_is_lost_when_the_primary_dies(
     assert new != old
 
     _check_stored(engine, store, acknowledged, in_doubt)
+    _check_timelines_reported_true(env)
     print(
         f"\nprimary node {old} killed: writes acknowledged again {writable_after:.1f} s later on"
         f" node {new}; {len(acknowledged)} acknowledged, all stored; {retries} retries"
@@ -233,6 +279,40 @@ def _check_stored(
     assert set(acknowledged) <= set(stored), sorted(set(acknowledged) - set(stored))
     assert len(stored) == len(set(stored))  # nothing twice
     assert set(stored) - set(acknowledged) <= set(in_doubt)
+
+
+def _check_timelines_reported_true(env: dict[str, str], timeout: float = 180) -> None:
+    """After a failover every running node's last checkpoint reaches the timeline it is on
+    (the healer asks for one), the monitor holds that timeline for it, and so does the
+    healer's record of its control file (what the fast-forward guard reads). Without the
+    checkpoints a standby's stays the old one until its next restartpoint (5 min), and the
+    primary's, under load, until its first spread checkpoint ends (docs/chaos.md §7)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        # N, control file's timeline, in recovery, last checkpoint's, the one it is on
+        lines = _ha(env, "timelines").splitlines()
+        running = [r for r in (x.split() for x in lines) if r[2] != "-"]
+        reported = {
+            str(n["nodename"]).removeprefix("node"): str(n["reported_tli"])
+            for n in json.loads(_ha(env, "state"))
+        }
+        recorded = dict(
+            line.split("|")
+            for line in _monitor_sql(
+                env, "SELECT substr(nodename, 5), tli FROM electric_heal.node_timeline"
+            ).splitlines()
+        )
+        stale = [
+            r
+            for r in running
+            if not r[1] == r[3] == r[4] == reported.get(r[0]) == recorded.get(r[0])
+        ]
+        if len(running) == 2 and not stale:
+            break
+        assert time.monotonic() < deadline, (running, reported, recorded, _ha(env, "status"))
+        time.sleep(1)
+    log = (Path(env["ELECTRIC_PGHA_DIR"]) / "heal.log").read_text()
+    assert "recording timelines" not in log, log
 
 
 def _primary_now(env: dict[str, str]) -> str:
