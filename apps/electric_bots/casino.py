@@ -36,6 +36,8 @@ from electric_platform.context import outgoing_metadata
 from electric_platform.log import get_logger
 from electric_platform.retry import Stopped, retry_async
 
+from electric_bots.waits import LongestWait
+
 T = TypeVar("T")
 
 _log = get_logger("electric.bots.casino")
@@ -102,6 +104,8 @@ class CasinoStats:
     reopened: int = 0
     errors: int = 0
     last_errors: list[str] = field(default_factory=list)
+    #: The longest a bot waited for one call, retries included.
+    longest_wait: LongestWait = field(default_factory=LongestWait)
 
     def error(self, text: str) -> None:
         """Count an unexpected error and keep its message (bounded)."""
@@ -183,10 +187,10 @@ class CasinoBot:
         def transient(e: BaseException) -> bool:
             return isinstance(e, grpc.aio.AioRpcError) and e.code() in TRANSIENT
 
-        return await retry_async(
+        return await self.stats.longest_wait.timed(what, self.player_id, retry_async(
             fn, retry_on=transient, initial=0.05, maximum=1.0, stop=self.stop,
             before_sleep=counted, attempts=MAX_ATTEMPTS,
-        )  # fmt: skip
+        ))  # fmt: skip
 
     # -- money -----------------------------------------------------------------------------
 

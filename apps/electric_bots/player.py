@@ -36,6 +36,7 @@ from electric_platform.log import get_logger
 from electric_platform.retry import Stopped, backoff_delay, retry_async
 
 from electric_bots.table_play import TRANSIENT, Outcome, TableSession
+from electric_bots.waits import LongestWait
 
 T = TypeVar("T")
 
@@ -82,6 +83,8 @@ class BotStats:
     notes: list[str] = field(default_factory=list)
     #: Last refusals of stale commands (bounded), for diagnostics.
     last_stale: list[str] = field(default_factory=list)
+    #: The longest a bot waited for one call (an Act, a Register...), retries included.
+    longest_wait: LongestWait = field(default_factory=LongestWait)
     #: Request ids of the acknowledged Acts, when a test puts a set here (none lost/repeated).
     acked_acts: set[str] | None = None
 
@@ -198,10 +201,10 @@ class BotPlayer:
 
         transient = lambda e: isinstance(e, grpc.aio.AioRpcError) and _code(e) in TRANSIENT  # noqa: E731
         with contextlib.suppress(Stopped):
-            return await retry_async(
+            return await self._stats.longest_wait.timed(what, self.player_id, retry_async(
                 fn, retry_on=transient, initial=0.2, maximum=1.0, stop=self._stop,
                 before_sleep=retrying,
-            )  # fmt: skip
+            ))  # fmt: skip
         return None
 
     # -- money -----------------------------------------------------------------------------

@@ -346,25 +346,3 @@ def audit_verify(audit: ModuleType, cluster: Any, bootstrap: str, budget: float)
         time.sleep(5)
     assert code == 0 and not failed and results, (code, failed[:3], err[-1500:])
     return ", ".join(f"{r['check']} {r['checked']}" for r in results)
-
-
-def longest_stalls(topics: dict[str, Topic]) -> dict[str, Any]:
-    """The longest pause a player saw, from the event times on the table topic: the longest
-    time between two consecutive events of one tournament table (``table-…`` stream: a hand
-    in progress or the next deal) and of one casino round (``casino-…``: a round's decision
-    windows count too). Each with its stream and when it began (seconds since the epoch)."""
-    out: dict[str, Any] = {}
-    last: dict[str, float] = {}
-    for env in topics["table"].events():
-        at = env.occurred_at.seconds + env.occurred_at.nanos / 1e9
-        kind = env.stream_id.split("-", 1)[0]
-        if kind not in ("table", "casino"):
-            continue
-        before = last.get(env.stream_id)
-        last[env.stream_id] = at
-        if before is None:
-            continue
-        key = "tournament_table" if kind == "table" else "casino_round"
-        if at - before > out.get(key, {}).get("seconds", -1.0):
-            out[key] = {"seconds": round(at - before, 2), "stream": env.stream_id, "at": before}
-    return out

@@ -34,6 +34,7 @@ from electric_bots.casino_runner import CasinoRunner, CasinoRunnerConfig
 from electric_bots.runner import BotRunner, BotRunnerConfig, Targets
 
 from tests.chaos import invariants as inv
+from tests.chaos import pauses
 from tests.chaos.faults import ALL_KINDS, KINDS, Injector, instances, schedule
 from tests.chaos.infra import ROOT, PrivateKafka, PrivatePostgres
 from tests.chaos.partition import Partitions
@@ -328,10 +329,18 @@ async def _play_and_check(
         "resubscribes": bstats.resubscribes,
         "casino_retries": cstats.retries,
         "casino_watches_reopened_at_token_expiry": cstats.reopened,
+        "longest_call": {
+            "tournament": asdict(bstats.longest_wait),
+            "casino": asdict(cstats.longest_wait),
+        },
     }
     with contextlib.suppress(Exception):  # a figure for the report, never a verdict
         topics = await inv.read_topics(kafka.bootstrap, cluster.namespace)
-        report.load["longest_pause"] = inv.longest_stalls(topics)
+        events = topics["table"].events()
+        report.load["longest_pause"] = pauses.longest_pauses(
+            (e.stream_id, e.event_type, e.occurred_at.seconds + e.occurred_at.nanos / 1e9)
+            for e in events
+        )
     t = time.monotonic()
     report.checks += [asdict(c) for c in await _checks(cluster, kafka.bootstrap, bots, casino, log)]
     report.seconds["checks"] = round(time.monotonic() - t, 1)
@@ -443,9 +452,11 @@ def table(report: Report) -> str:
     exits = report.unexpected_exits
     lines.append(f"unexpected service exits (restarted): {len(exits)} {exits}")
     lines.append(f"load: {report.load}")
-    for where, pause in report.load.get("longest_pause", {}).items():
+    lines += pauses.describe(report.load.get("longest_pause", {}))
+    for bots, wait in report.load.get("longest_call", {}).items():
         lines.append(
-            f"longest pause seen by a player ({where}): {pause['seconds']}s on {pause['stream']}"
+            f"longest call a {bots} bot waited for (retries included): {wait['seconds']}s, "
+            f"{wait['call']} by {wait['player']} from {wait['began']}"
         )
     lines.append("")
     for c in report.checks:
