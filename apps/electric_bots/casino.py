@@ -104,8 +104,10 @@ class CasinoStats:
     reopened: int = 0
     errors: int = 0
     last_errors: list[str] = field(default_factory=list)
-    #: The longest a bot waited for one call, retries included.
-    longest_wait: LongestWait = field(default_factory=LongestWait)
+    #: The longest a bot waited for one call, retries included, per game.
+    longest_wait: dict[str, LongestWait] = field(
+        default_factory=lambda: {"thb": LongestWait(), "uth": LongestWait()}
+    )
 
     def error(self, text: str) -> None:
         """Count an unexpected error and keep its message (bounded)."""
@@ -187,7 +189,8 @@ class CasinoBot:
         def transient(e: BaseException) -> bool:
             return isinstance(e, grpc.aio.AioRpcError) and e.code() in TRANSIENT
 
-        return await self.stats.longest_wait.timed(what, self.player_id, retry_async(
+        waits = self.stats.longest_wait.setdefault(self.game, LongestWait())
+        return await waits.timed(what, self.player_id, retry_async(
             fn, retry_on=transient, initial=0.05, maximum=1.0, stop=self.stop,
             before_sleep=counted, attempts=MAX_ATTEMPTS,
         ))  # fmt: skip

@@ -1,24 +1,27 @@
-"""The longest pauses of a chaos run, told apart by who was waiting (docs/chaos.md §7).
+"""The longest pauses of a chaos run, told apart by what ended them (docs/chaos.md §6).
 
 A pause is the time between two consecutive events of one stream of the table topic: a
-tournament table (``table-…``) or a casino round (``casino-…``: ``casino-uth-r-…`` a live
-UTH round, any other a THB round).
+tournament table (``table-…``) or a casino round (``casino-uth-r-…`` a live UTH round,
+``casino-thb-r-…`` a THB round). What closes it says whose wait it was:
 
-* Tournament tables and live UTH rounds run on the house's clock: a player who does not
-  act is timed out (``TimeoutApplied``), a UTH window closes by itself. Every gap there is
-  one the players at the table waited through, whatever event ended it: a **house** pause.
-  The one exception is a UTH result acknowledged (``AckResult``), which comes after the
-  round ended, whenever the player sends it: the **player**'s time.
-* A THB round waits for its one player as long as the player likes. A gap ending in the
-  player's move (a decision, a result acknowledged) is the player's time: a bot that was
-  drained, retrying, or that went back to an unfinished round much later makes it long
-  without anyone having waited for the house; a gap ending in any other event (cards,
-  board, settlement, a void) is the house's.
+* **house**: the table or round waited for the platform. Tournament tables and UTH rounds
+  run on the house's clock (a player who does not act is timed out, a UTH window closes by
+  itself), so a gap there is one the players waited through, whatever event closed it. A
+  THB round has no clock, but the harness's THB bots decide the moment they are answered
+  (no think time) and every command appends all its events at one time, so a gap before a
+  decision is the house answering late: the Deal's commit to the Decide's, retries and all.
+  (With people playing, that gap would hold their thinking too.)
+* **ack**: closed by a result acknowledged (``AckResult``), which comes after the round
+  ended, whenever the player sends it: a UTH bot whose PlaceBets answer was lost learns of
+  the round only at the end of its play (``UthBot._ack_leftovers``). Nobody waited.
+* **void**: closed by a round voided by the house (a THB round whose command failed for
+  good, voided by the intent sweep after its own wait; an unreplayable UTH round): the
+  player's round ended without being played out.
 
-A player who waited for an answer to a command is counted by the bots themselves (the
+A player who waited for an answer to a command is counted by the bots themselves too (the
 longest call, retries included: ``electric_bots.waits.LongestWait``).
 
-The report gives, per kind of stream and side, the longest pause with the two event types
+The report gives, per kind of stream and side, the longest gap with the two event types
 that bound it and when it began, so that a figure can be explained afterwards even when
 the run's topics are gone.
 """
@@ -30,10 +33,8 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-#: A THB round's events appended by its player's command: a gap they end was the player's.
-THB_PLAYER_MOVES = frozenset({"CasinoDecisionMade", "CasinoBetPlaced", "CasinoResultAcknowledged"})
-#: A UTH round's: only the acknowledgement of a result, which comes after the round ended.
-UTH_PLAYER_MOVES = frozenset({"CasinoResultAcknowledged"})
+#: The event type that closes a gap, for the sides other than the house's.
+CLOSED_BY = {"CasinoResultAcknowledged": "ack", "CasinoRoundVoided": "void"}
 
 
 def stream_kind(stream_id: str) -> str | None:
@@ -42,7 +43,7 @@ def stream_kind(stream_id: str) -> str | None:
         return "tournament_table"
     if stream_id.startswith("casino-uth-r-"):
         return "uth_round"
-    if stream_id.startswith("casino-"):
+    if stream_id.startswith("casino-thb-r-"):
         return "thb_round"
     return None
 
@@ -66,7 +67,7 @@ class Pause:
 
 def longest_pauses(events: Iterable[tuple[str, str, float]]) -> dict[str, dict[str, Any]]:
     """From ``(stream_id, event_type, seconds since the epoch)`` in stream order, the longest
-    gap per kind of stream and side: ``{"uth_round": {"house": Pause, "player": Pause}}``
+    gap per kind of stream and side: ``{"uth_round": {"house": Pause, "ack": Pause}}``
     (as dicts; a side with no gap is absent)."""
     last: dict[str, tuple[str, float]] = {}
     best: dict[tuple[str, str], Pause] = {}
@@ -80,8 +81,7 @@ def longest_pauses(events: Iterable[tuple[str, str, float]]) -> dict[str, dict[s
         if before is None:
             continue
         gap = at - before[1]
-        players = THB_PLAYER_MOVES if kind == "thb_round" else UTH_PLAYER_MOVES
-        side = "player" if name in players else "house"
+        side = CLOSED_BY.get(name, "house")
         held = best.get((kind, side))
         if held is None or gap > held.seconds:
             began = datetime.fromtimestamp(before[1], UTC).isoformat(timespec="seconds")
@@ -92,16 +92,23 @@ def longest_pauses(events: Iterable[tuple[str, str, float]]) -> dict[str, dict[s
     return out
 
 
+#: How the summary names each side.
+SIDES = {
+    "house": "a player waited for the house",
+    "ack": "before a result was acknowledged",
+    "void": "before a round was voided",
+}
+
+
 def describe(pauses: dict[str, dict[str, Any]]) -> list[str]:
     """One line per kind and side, for the run's summary."""
     lines = []
     for kind, sides in pauses.items():
-        for side in ("house", "player"):
+        for side, words in SIDES.items():
             p = sides.get(side)
             if p:
-                who = "a player saw" if side == "house" else "waited for a player"
                 lines.append(
-                    f"longest pause {who} ({kind}): {p['seconds']}s on {p['stream']}, "
+                    f"longest pause {words} ({kind}): {p['seconds']}s on {p['stream']}, "
                     f"{p['after']} → {p['before']}, from {p['began']}"
                 )
     return lines

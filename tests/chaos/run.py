@@ -331,7 +331,7 @@ async def _play_and_check(
         "casino_watches_reopened_at_token_expiry": cstats.reopened,
         "longest_call": {
             "tournament": asdict(bstats.longest_wait),
-            "casino": asdict(cstats.longest_wait),
+            **{game: asdict(w) for game, w in cstats.longest_wait.items()},
         },
     }
     with contextlib.suppress(Exception):  # a figure for the report, never a verdict
@@ -455,7 +455,7 @@ def table(report: Report) -> str:
     lines += pauses.describe(report.load.get("longest_pause", {}))
     for bots, wait in report.load.get("longest_call", {}).items():
         lines.append(
-            f"longest call a {bots} bot waited for (retries included): {wait['seconds']}s, "
+            f"longest call a {bots} bot waited for, retries included: {wait['seconds']}s, "
             f"{wait['call']} by {wait['player']} from {wait['began']}"
         )
     lines.append("")

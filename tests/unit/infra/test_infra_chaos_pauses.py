@@ -1,4 +1,4 @@
-"""tests/chaos/pauses.py: a chaos run's longest pauses, told apart by who was waiting."""
+"""tests/chaos/pauses.py: a chaos run's longest pauses, told apart by what ended them."""
 
 from __future__ import annotations
 
@@ -14,32 +14,14 @@ def ev(stream: str, kind: str, at: float) -> tuple[str, str, float]:
 def test_kinds_of_stream() -> None:
     assert stream_kind("table-828284b9") == "tournament_table"
     assert stream_kind("casino-uth-r-0a1b") == "uth_round"
-    assert stream_kind("casino-5f3e") == "thb_round"
+    assert stream_kind("casino-thb-r-5f3e") == "thb_round"
+    assert stream_kind("casino-table-uth-1") is None  # registration's, not a round
     assert stream_kind("wallet-acct-1") is None
 
 
-def test_a_thb_round_waiting_for_its_player_is_the_players_time() -> None:
-    # dealt, then the bot came back 500 s later (drained, or an unfinished round resumed):
-    # no player waited for the house
-    events = [
-        ev("casino-t1", "CasinoRoundStarted", 0),
-        ev("casino-t1", "CasinoHoleCardsDealt", 0),
-        ev("casino-t1", "CasinoDecisionMade", 500),
-        ev("casino-t1", "CasinoBoardDealt", 512),  # the house took 12 s to deal the turn
-    ]
-    got = longest_pauses(events)["thb_round"]
-    assert got["player"]["seconds"] == 500
-    assert (got["player"]["after"], got["player"]["before"]) == (
-        "CasinoHoleCardsDealt",
-        "CasinoDecisionMade",
-    )
-    assert got["house"]["seconds"] == 12
-    assert got["house"]["before"] == "CasinoBoardDealt"
-
-
-def test_clocked_games_are_the_houses_whatever_ends_the_gap() -> None:
-    # a UTH decision taken 40 s after the window opened: the window is 15 s, so the house
-    # paused; likewise an Act 90 s after the turn started at a tournament table
+def test_clocked_games_wait_for_the_house_whatever_ends_the_gap() -> None:
+    # a UTH decision taken 40 s after its 15 s window opened: the house paused; likewise an
+    # Act 90 s after the turn started at a tournament table (bots think 2 s at most)
     events = [
         ev("casino-uth-r-1", "CasinoDecisionWindowOpened", 0),
         ev("casino-uth-r-1", "CasinoDecisionMade", 40),
@@ -51,12 +33,6 @@ def test_clocked_games_are_the_houses_whatever_ends_the_gap() -> None:
     got = longest_pauses(events)
     assert set(got["uth_round"]) == {"house"}
     assert got["uth_round"]["house"]["seconds"] == 40
-    # a result acknowledged long after the round ended is the player's time, even at UTH
-    ended = [
-        ev("casino-uth-r-2", "CasinoRoundEnded", 0),
-        ev("casino-uth-r-2", "CasinoResultAcknowledged", 3000),
-    ]
-    assert set(longest_pauses(ended)["uth_round"]) == {"player"}
     assert got["tournament_table"]["house"] == {
         "seconds": 90,
         "stream": "table-a",
@@ -64,6 +40,27 @@ def test_clocked_games_are_the_houses_whatever_ends_the_gap() -> None:
         "before": "ActionTaken",
         "began": "2025-12-06T05:48:20+00:00",
     }
+
+
+def test_a_late_acknowledgement_and_a_void_are_told_apart() -> None:
+    # a UTH result acknowledged 3,000 s after the round ended (the bot's leftovers at the
+    # end of its play): nobody waited; a THB round voided by the sweep after its Decide
+    # failed for good; a THB Decide answered 25 s after the Deal (a failover): the house's
+    events = [
+        ev("casino-uth-r-2", "CasinoRoundEnded", 0),
+        ev("casino-uth-r-2", "CasinoResultAcknowledged", 3000),
+        ev("casino-thb-r-1", "CasinoHoleCardsDealt", 0),
+        ev("casino-thb-r-1", "CasinoRoundVoided", 130),
+        ev("casino-thb-r-2", "CasinoHoleCardsDealt", 0),
+        ev("casino-thb-r-2", "CasinoDecisionMade", 25),
+        ev("casino-thb-r-2", "CasinoBoardDealt", 25),  # same append, same time
+    ]
+    got = longest_pauses(events)
+    assert set(got["uth_round"]) == {"ack"}
+    assert got["uth_round"]["ack"]["seconds"] == 3000
+    assert got["thb_round"]["void"]["seconds"] == 130
+    assert got["thb_round"]["house"]["seconds"] == 25
+    assert got["thb_round"]["house"]["before"] == "CasinoDecisionMade"
 
 
 def test_streams_are_not_mixed_and_others_are_left_out() -> None:
@@ -79,13 +76,15 @@ def test_streams_are_not_mixed_and_others_are_left_out() -> None:
     assert got["tournament_table"]["house"]["seconds"] == 1
 
 
-def test_summary_lines_name_both_sides() -> None:
+def test_summary_lines_name_each_side() -> None:
     events = [
-        ev("casino-t1", "CasinoHoleCardsDealt", 0),
-        ev("casino-t1", "CasinoDecisionMade", 30),
-        ev("casino-t1", "CasinoBoardDealt", 31),
+        ev("casino-thb-r-1", "CasinoHoleCardsDealt", 0),
+        ev("casino-thb-r-1", "CasinoDecisionMade", 30),
+        ev("casino-thb-r-1", "CasinoResultAcknowledged", 31),
     ]
     lines = describe(longest_pauses(events))
-    assert lines[0].startswith("longest pause a player saw (thb_round): 1.0s on casino-t1")
-    assert "waited for a player (thb_round): 30.0s" in lines[1]
-    assert "CasinoHoleCardsDealt → CasinoDecisionMade" in lines[1]
+    assert lines[0] == (
+        "longest pause a player waited for the house (thb_round): 30.0s on casino-thb-r-1, "
+        "CasinoHoleCardsDealt → CasinoDecisionMade, from 2025-12-06T05:46:40+00:00"
+    )
+    assert lines[1].startswith("longest pause before a result was acknowledged (thb_round): 1.0s")
