@@ -108,9 +108,10 @@ run_keeper() { # dir
   rm -f "$dir/keeper.pid"
   # setsid: the keeper, its services and its PostgreSQL in a session of their own, whose
   # leader is the keeper itself (it writes its own pid: `$!` here would be runuser's, in the
-  # caller's session); `kill` ends that session, as a lost machine would.
+  # caller's session); `kill` ends that session, as a lost machine would. 8>&-: the keeper
+  # must not inherit a node's lock (node_lock), or it would hold it for ever.
   as_pg setsid nohup bash -c 'echo $$ >"$1/keeper.pid"; exec pg_autoctl run --pgdata "$1/data"' \
-    keeper "$dir" >>"$dir/keeper.log" 2>&1 </dev/null &
+    keeper "$dir" >>"$dir/keeper.log" 2>&1 </dev/null 8>&- &
   for ((i = 0; i < 50; i++)); do
     [[ -s "$dir/keeper.pid" ]] && return 0
     sleep 0.1
@@ -147,8 +148,14 @@ rebuild_node() { # N
   local n="$1" d
   d="$(node_dir "$n")"
   # While it runs, the node's keeper is gone on purpose: `start N` (a supervisor that
-  # revives lost nodes, as the chaos harness's) leaves a node being rebuilt alone. A
-  # keeper started in the middle raced the copy and failed the rebuild (seed 38).
+  # revives lost nodes, as the chaos harness's) and `up` leave a node being rebuilt alone.
+  # A keeper started in the middle raced the copy and failed the rebuild (seed 38). The
+  # lock orders a rebuild after a start or another rebuild under way; the marker tells
+  # those that only read files (the chaos harness) that the keeper is gone on purpose.
+  if ! node_lock "$n" 300; then
+    log "node $n: a start or rebuild under way held it for 300 s: not rebuilt"
+    exit 1
+  fi
   echo $$ >"$d/rebuilding"
   trap "rm -f '$d/rebuilding'" EXIT
   kill_dir "$d"
@@ -162,6 +169,27 @@ rebuild_node() { # N
   rm -rf "$d/backup"
   if [[ -d "$d/data" ]]; then mv "$d/data" "$d/diverged-$(date -u +%Y%m%dT%H%M%SZ)"; fi
   start_node "$n"
+}
+
+# One start or rebuild of a node at a time, across processes (the healer's rebuild, `up`,
+# `start N` from a supervisor): each holds the node's lock file on fd 8 while it runs, and
+# the keeper it leaves running does not inherit it (run_keeper). Released when the holder
+# exits, however it ends (the healer kills a rebuild's process group at its timeout).
+node_lock() { # N SECONDS: take node N's lock, waiting up to SECONDS (0: not at all)
+  local d
+  d="$(node_dir "$1")"
+  mkdir -p "$d"
+  exec 8>"$d/lock"
+  flock -w "$2" 8
+}
+
+start_node_unless_busy() { # N: start node N unless a start or rebuild of it is under way
+  if ! node_lock "$1" 0; then
+    log "node $1 is being started or rebuilt by another process: left to it"
+    return 0
+  fi
+  start_node "$1"
+  exec 8>&-
 }
 
 rebuilding() { # N: a rebuild of node N is under way (its marker's process is alive)
@@ -306,7 +334,7 @@ cmd_up() {
     -c "SELECT pg_reload_conf()" >/dev/null
   patch_monitor
   start_healer # before the nodes: an `up` that meets a stall has its healer already
-  for n in 1 2 3; do start_node "$n"; done
+  for n in 1 2 3; do start_node_unless_busy "$n"; done
   wait_formation 240
   as_pg pg_autoctl set formation number-sync-standbys 1 --pgdata "$(node_dir "$(primary)")/data" \
     >>"$DIR/set.log" 2>&1 || true
@@ -528,8 +556,8 @@ kill)
   ;;
 start)
   resolve_dir
-  if rebuilding "${2:?node number}"; then
-    echo "node $2 is being rebuilt (pid $(cat "$(node_dir "$2")/rebuilding")): not started"
+  if rebuilding "${2:?node number}" || ! node_lock "$2" 0; then
+    echo "node $2 is being rebuilt or started by another process: not started"
     exit 0
   fi
   run_keeper "$(node_dir "$2")"
