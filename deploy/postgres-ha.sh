@@ -150,10 +150,9 @@ rebuild_node() { # N
   # While it runs, the node's keeper is gone on purpose: `start N` (a supervisor that
   # revives lost nodes, as the chaos harness's) and `up` leave a node being rebuilt alone.
   # A keeper started in the middle raced the copy and failed the rebuild (seed 38). The
-  # lock orders a rebuild after a start or another rebuild under way; the marker tells
-  # those that only read files (the chaos harness) that the keeper is gone on purpose.
-  if ! node_lock "$n" 300; then
-    log "node $n: a start or rebuild under way held it for 300 s: not rebuilt"
+  # lock orders it after a start under way; the marker tells the chaos harness.
+  if ! node_lock "$n" 60; then
+    log "node $n: a start or rebuild under way held it for 60 s: not rebuilt"
     exit 1
   fi
   echo $$ >"$d/rebuilding"
@@ -179,13 +178,14 @@ node_lock() { # N SECONDS: take node N's lock, waiting up to SECONDS (0: not at 
   local d
   d="$(node_dir "$1")"
   mkdir -p "$d"
-  exec 8>"$d/lock"
+  exec 8>"$d/lock" || { log "cannot open $d/lock"; exit 1; }
   flock -w "$2" 8
 }
 
 start_node_unless_busy() { # N: start node N unless a start or rebuild of it is under way
   if ! node_lock "$1" 0; then
     log "node $1 is being started or rebuilt by another process: left to it"
+    exec 8>&-
     return 0
   fi
   start_node "$1"
@@ -556,7 +556,7 @@ kill)
   ;;
 start)
   resolve_dir
-  if rebuilding "${2:?node number}" || ! node_lock "$2" 0; then
+  if ! node_lock "${2:?node number}" 0; then
     echo "node $2 is being rebuilt or started by another process: not started"
     exit 0
   fi

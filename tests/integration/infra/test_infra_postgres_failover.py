@@ -269,12 +269,14 @@ def test_no_acknowledged_commit_is_lost_when_the_primary_dies(
     rebuilt = [x for x in (directory / "heal.log").read_text().splitlines() if "rebuilt node" in x]
     assert [x.split()[-1] for x in rebuilt] == [second], rebuilt  # that node, and only once
     assert list((directory / f"node{second}").glob("diverged-*/PG_VERSION"))  # kept aside
-    # The node's lock is free again (the keeper the rebuild started did not inherit it), and
-    # while another process holds it a `start` (the harness's supervisor, `up`) leaves the
-    # node alone rather than race a rebuild (postgres-ha.sh node_lock)
-    with (directory / f"node{second}" / "lock").open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError when held
-        assert "not started" in _ha(env, "start", second)
+    # Every node's lock is free (no keeper, started by `up`, `start` or the rebuild, kept
+    # it), and while another process holds one a `start` (the harness's supervisor, `up`)
+    # leaves that node alone rather than race a rebuild (postgres-ha.sh node_lock)
+    for n in (1, 2, 3):
+        with (directory / f"node{n}" / "lock").open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError when held
+            if str(n) == second:
+                assert "not started" in _ha(env, "start", second)
     print(f"node {second}, unable to start, rebuilt by the healer; node {third} primary")
 
 
