@@ -12,19 +12,21 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
+
+from tests.support import ports
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A free loopback port below the ephemeral range: a broker or a database restarted by a
+    fault binds its port again, and one in the ephemeral range can meanwhile be any client
+    socket's (fault 21 of a seed-38 hour: "Address already in use" on a replacement broker)."""
+    return ports.free_port()
 
 
 def _script(name: str, command: str | list[str], env: dict[str, str], timeout: float = 300) -> str:

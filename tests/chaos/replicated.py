@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from tests.chaos.infra import _script, alive, children_of, free_port
-from tests.support.ports import free_port_run
+from tests.support.ports import HIGH, LOW, free_port_run
 
 BROKERS = (1, 2, 3)
 
@@ -35,7 +35,7 @@ class PrivateKafkaCluster:
 
     def __init__(self, directory: Path) -> None:
         self.dir = directory
-        first = free_port_run(3, 30000, 39000)
+        first = free_port_run(3, LOW, HIGH)
         self.ports = {n: first + n - 1 for n in BROKERS}
         self.env = {
             **os.environ,
@@ -109,7 +109,7 @@ class PrivatePostgresHA:
         self.dir = directory
         self.env = {
             **os.environ,
-            "PGHA_PORT": str(free_port_run(4, 30000, 39000)),
+            "PGHA_PORT": str(free_port_run(4, LOW, HIGH)),
             "ELECTRIC_PGHA_DIR": str(directory),
         }
         self.url = ""

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ from electric_eventlog.kafka import KafkaBus
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tests.support.auth import auth_env
+from tests.support.ports import free_port
 from tests.support.table_kit import (
     Bot,
     check_privacy,
@@ -38,17 +38,11 @@ pytestmark = pytest.mark.e2e
 PLAYERS = ("ann", "ben", "cat")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class TableProcess:
     """``python -m electric_table`` with its own PostgreSQL database and Kafka."""
 
     def __init__(self, db_url: str, kafka: str, tmp: Path, namespace: str) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.tmp = tmp
         base = {
             k: v

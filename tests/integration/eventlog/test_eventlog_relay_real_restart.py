@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -26,6 +25,8 @@ from electric_eventlog.kafka import KafkaBus, ensure_topics
 from google.protobuf import wrappers_pb2
 from sqlalchemy import Engine
 
+from tests.support.ports import free_port
+
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -33,22 +34,16 @@ STREAMS = 40
 BATCH = 200
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class PrivateKafka:
     """One KRaft broker of our own, driven through deploy/kafka.sh."""
 
     def __init__(self, directory: Path) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.env = {
             **os.environ,
             "ELECTRIC_KAFKA_DIR": str(directory),
             "KAFKA_PORT": str(self.port),
-            "KAFKA_CONTROLLER_PORT": str(_free_port()),
+            "KAFKA_CONTROLLER_PORT": str(free_port()),
             "KAFKA_JMX_EXPORTER": "0",
             "KAFKA_HEAP": "256m",
         }

@@ -30,7 +30,7 @@ from electric_platform.errors import database_unavailable
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
-from tests.support.ports import free_port_run
+from tests.support.ports import HIGH, LOW, free_port_run
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
@@ -45,7 +45,7 @@ def formation() -> Iterator[tuple[str, dict[str, str]]]:
     directory.mkdir(parents=True)
     env = {
         **os.environ,
-        "PGHA_PORT": str(free_port_run(4, 30000, 39000)),
+        "PGHA_PORT": str(free_port_run(4, LOW, HIGH)),
         "ELECTRIC_PGHA_DIR": str(directory),
         "PGHA_HEAL_AFTER": "10",  # the healer's wait (60 s by default): the second kill below
     }
