@@ -192,12 +192,6 @@ start_node_unless_busy() { # N: start node N unless a start or rebuild of it is 
   exec 8>&-
 }
 
-rebuilding() { # N: a rebuild of node N is under way (its marker's process is alive)
-  local marker
-  marker="$(node_dir "$1")/rebuilding"
-  [[ -f "$marker" ]] && kill -0 "$(cat "$marker")" 2>/dev/null
-}
-
 sql_monitor() {
   as_pg psql -X -q -h "$HOST" -p "$PGHA_PORT" -d pg_auto_failover -v ON_ERROR_STOP=1 "$@"
 }

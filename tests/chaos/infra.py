@@ -16,17 +16,13 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.support import ports
+# Ports below the ephemeral range: a broker or a database restarted by a fault binds its port
+# again, and one in the ephemeral range can meanwhile be any client socket's (a seed-38
+# hour: "Address already in use" on a replacement broker).
+from tests.support.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
-
-
-def free_port() -> int:
-    """A free loopback port below the ephemeral range: a broker or a database restarted by a
-    fault binds its port again, and one in the ephemeral range can meanwhile be any client
-    socket's (fault 21 of a seed-38 hour: "Address already in use" on a replacement broker)."""
-    return ports.free_port()
 
 
 def _script(name: str, command: str | list[str], env: dict[str, str], timeout: float = 300) -> str:
@@ -58,6 +54,14 @@ def children_of(parent: int) -> list[int]:
         if ppid == parent:
             children.append(int(stat.parent.name))
     return children
+
+
+def pid_in(path: Path) -> int | None:
+    """The pid a pid file starts with (a postmaster.pid, a keeper's), or None."""
+    try:
+        return int(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def alive(pid: int | None) -> bool:
@@ -92,10 +96,7 @@ class PrivateKafka:
         self.bootstrap = external or f"127.0.0.1:{self.port}"
 
     def pid(self) -> int | None:
-        try:
-            return int((self.dir / "kafka.pid").read_text().strip())
-        except (OSError, ValueError):
-            return None
+        return pid_in(self.dir / "kafka.pid")
 
     def up(self) -> None:
         if not self.external:
@@ -164,11 +165,8 @@ class PrivatePostgres:
 
     def pids(self) -> list[int]:
         """The postmaster and all its children (backends, checkpointer, WAL writer, ...)."""
-        try:
-            master = int((self.dir / "data" / "postmaster.pid").read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            return []
-        return [master, *children_of(master)]
+        master = pid_in(self.dir / "data" / "postmaster.pid")
+        return [] if master is None else [master, *children_of(master)]
 
     def pause(self, seconds: float) -> int:
         """Slow disk: every database process stopped for ``seconds`` (queries hang, then go

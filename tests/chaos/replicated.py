@@ -21,8 +21,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.chaos.infra import _script, alive, children_of, free_port
-from tests.support.ports import HIGH, LOW, free_port_run
+from tests.chaos.infra import _script, alive, children_of, pid_in
+from tests.support.ports import HIGH, LOW, free_port, free_port_run
 
 BROKERS = (1, 2, 3)
 
@@ -149,29 +149,19 @@ class PrivatePostgresHA:
             n = self.primary(wait=0.0)
         except RuntimeError:
             return []
-        try:
-            master = int((self._node_data(n) / "postmaster.pid").read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            return []
-        return [master, *children_of(master)]
+        master = pid_in(self._node_data(n) / "postmaster.pid")
+        return [] if master is None else [master, *children_of(master)]
 
     def missing(self) -> list[int]:
         """Data nodes whose keeper is gone (the supervisor restarts them: they rejoin), but
         not one the healer is rebuilding: its keeper is gone on purpose (``rebuilding``)."""
         out = []
         for n in (1, 2, 3):
-            if alive(self._pid_in(self.dir / f"node{n}" / "rebuilding")):
+            if alive(pid_in(self.dir / f"node{n}" / "rebuilding")):
                 continue
-            if not alive(self._pid_in(self.dir / f"node{n}" / "keeper.pid")):
+            if not alive(pid_in(self.dir / f"node{n}" / "keeper.pid")):
                 out.append(n)
         return out
-
-    @staticmethod
-    def _pid_in(path: Path) -> int | None:
-        try:
-            return int(path.read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            return None
 
     def revive(self, n: int) -> None:
         self._ha("start", str(n), timeout=120)
