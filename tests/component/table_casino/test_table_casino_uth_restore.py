@@ -11,6 +11,7 @@ memory is the stored one again.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from electric.table.v1 import casino_pb2 as A
 from sqlalchemy.exc import OperationalError
 
 from tests.support import wallet_kit
-from tests.support.table_casino_kit import TABLE, betting, seat, table_host, windows
+from tests.support.table_casino_kit import TABLE, betting, md, seat, table_host, windows
 
 ANTE = A.CASINO_BET_ACTION_ANTE
 
@@ -82,3 +83,58 @@ async def test_a_failed_commit_and_reload_leave_no_unstored_decision(
         await env.decide("bob", round_id, A.CASINO_DECISION_PLAY_4X)
         made = [m for m in env.events(round_id) if isinstance(m, cev.CasinoDecisionMade)]
         assert [(m.player_id, m.decision) for m in made] == [("bob", "play_4x")]
+
+
+async def test_a_table_broken_by_a_cancelled_change_is_repaired_by_its_driver(
+    tmp_path: Path, wallet: wallet_kit.Env
+) -> None:
+    """A change cancelled mid-commit (the caller's deadline passed: the server cancels its
+    handler) gets one reload only; when that fails too the table is marked broken. Before
+    the fix nothing ever repaired it: the round stayed open with its bets reserved and every
+    driver step and call refused (short chaos run in CI: a UTH round left open, its bots
+    stuck). Now the table's driver reloads it once the database answers, and play goes on."""
+    for p in ("alice", "bob"):
+        await wallet_kit.deposit(wallet, p, 10_000)
+    async with table_host(tmp_path, wallet, windows(3000, 200, 20_000, pause=5000)) as env:
+        await seat(env, ["alice", "bob"])
+        round_id = (await env.wait("alice", betting)).round_id
+        await env.bet("alice", ANTE, 500)
+
+        uth: Any = env.uth
+        commit, load = uth._commit_parts, uth._load
+        fails = {"load": 1}
+
+        async def hanging_commit(*args: Any, **kwargs: Any) -> None:
+            await asyncio.sleep(30)  # cancelled by the caller's deadline before it ends
+
+        def failing_load(table_id: str) -> Any:
+            if fails["load"]:
+                fails["load"] -= 1
+                raise lost()
+            return load(table_id)
+
+        uth._commit_parts, uth._load = hanging_commit, failing_load
+        with pytest.raises(grpc.aio.AioRpcError) as got:
+            await env.casino.PlaceBets(
+                A.PlaceBetsRequest(
+                    request_id="bob-ante", table_id=TABLE, action=ANTE, amount_cents=500
+                ),
+                metadata=md("bob"),
+                timeout=0.5,
+            )
+        assert got.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        live = uth.tables[TABLE]
+        for _ in range(200):  # the server sees the cancel shortly after the client
+            if fails["load"] == 0:
+                break
+            await asyncio.sleep(0.01)
+        assert fails == {"load": 0}
+        uth._commit_parts = commit
+
+        # Repaired by the driver: the round goes on from its stream (bob's ante is not on
+        # it: the change was never stored) and its betting closes.
+        await env.wait("alice", lambda v: v.phase == "preflop")
+        assert not live.broken
+        assert uth.tables[TABLE] is live
+        placed = [m for m in env.events(round_id) if isinstance(m, cev.CasinoBetPlaced)]
+        assert {m.player_id for m in placed} == {"alice"}

@@ -4,7 +4,6 @@ processes they start: free loopback ports, waiting on a condition, and Prometheu
 from __future__ import annotations
 
 import json
-import socket
 import time
 import urllib.parse
 import urllib.request
@@ -13,13 +12,9 @@ from typing import Any, ClassVar, TypeVar
 
 from sqlalchemy.engine import make_url
 
+from tests.support.ports import free_port
+
 T = TypeVar("T")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def observability_ports() -> dict[str, str]:

@@ -33,6 +33,7 @@ def manager_failing(times: int) -> tuple[TableManager, list[str]]:
         last_event_id="e7",
         turn_cause="c",
         requests={("ann", "r-7"): "stored"},
+        last_event_type="stored type",
     )
 
     def rebuild(table_id: str) -> Any:
@@ -46,7 +47,7 @@ def manager_failing(times: int) -> tuple[TableManager, list[str]]:
 
 
 def memory_ahead() -> Any:
-    return SimpleNamespace(
+    rt = SimpleNamespace(
         table_id="t",
         tournament="ahead",
         version=8,
@@ -54,7 +55,13 @@ def memory_ahead() -> Any:
         last_event_id="e8",
         turn_cause="",
         requests={("ann", "r-8"): "in memory only"},
+        stale="",
+        kick=asyncio.Event(),
+        notified=[],
+        notify=None,
     )
+    rt.notify = rt.notified.append
+    return rt
 
 
 async def test_the_reload_waits_for_the_database() -> None:
@@ -72,3 +79,32 @@ async def test_the_reload_gives_up_after_its_budget(monkeypatch: pytest.MonkeyPa
     rt = memory_ahead()
     with pytest.raises(OperationalError):
         await manager.reload(rt)
+    # Memory may be ahead of the stream: commands are refused and the driver re-reads it.
+    assert rt.stale and rt.kick.is_set() and rt.tournament == "ahead"
+
+
+async def test_a_stale_table_is_whole_again_once_a_reload_succeeds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(runtime, "RELOAD_BUDGET_S", 0.25)
+    manager, calls = manager_failing(times=4)
+    rt = memory_ahead()
+    with pytest.raises(OperationalError):
+        await manager.reload(rt)  # three tries within the budget
+    with pytest.raises(OperationalError):
+        await manager.reload(rt, patient=False)  # the driver's: one try
+    assert len(calls) == 4 and rt.stale
+    await manager.reload(rt, patient=False)
+    assert not rt.stale and (rt.tournament, rt.version) == ("stored", 7)
+    assert rt.notified == ["stored type"]  # its watchers see the stored table
+
+
+async def test_a_cancelled_reload_leaves_the_table_stale() -> None:
+    manager, _ = manager_failing(times=1_000)
+    rt = memory_ahead()
+    task = asyncio.create_task(manager.reload(rt))
+    await asyncio.sleep(0.05)  # failing and retrying
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert rt.stale and rt.tournament == "ahead"

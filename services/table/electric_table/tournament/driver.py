@@ -2,9 +2,11 @@
 
 One task per loaded, unfinished table: when the aggregate's next wake-up (turn deadline,
 level change, 0:00) is due it sends ``Tick(now)``; when a hand should be dealt, after the
-hand pause, ``DealHand`` with a fresh seed from the OS CSPRNG. Each step runs under the
-table's lock through `TableHandlers.apply`, like any command, in the one driver loop of
-every live table (`host.tables.drive`). A failing step is logged, counted and retried.
+hand pause, ``DealHand`` with a fresh seed from the OS CSPRNG; a stale table (a write and
+its reload failed: memory may be ahead of the stream) is first re-read from the store. Each
+step runs under the table's lock through `TableHandlers.apply`, like any command, in the one
+driver loop of every live table (`host.tables.drive`). A failing step is logged, counted and
+retried.
 """
 
 from __future__ import annotations
@@ -49,7 +51,12 @@ class TableDriver:
             rt,
             lambda: self._step(rt),
             # A runtime retired or replaced meanwhile (``TableManager.holds``) stops driving.
-            driven=lambda: not rt.finished and not manager.stopping.is_set() and manager.holds(rt),
+            # A stale one is driven even when it looks finished: that may be memory only.
+            driven=lambda: (
+                (rt.stale or not rt.finished)
+                and not manager.stopping.is_set()
+                and manager.holds(rt)
+            ),
             # Log lines of the step carry the tournament's ids (persist records them).
             scope=lambda: causality.caused_by(rt.correlation_id, rt.last_event_id),
             on_error=lambda: self._failed(rt),
@@ -62,6 +69,9 @@ class TableDriver:
 
     async def _step(self, rt: TableRuntime) -> float:
         """One driver step under the lock; returns seconds to sleep (0 = run again)."""
+        if rt.stale:  # a write and its reload failed: the table re-read before anything else
+            await self.manager.reload(rt, patient=False)
+            return 0
         t = rt.tournament
         if t.state.finished:
             return 0

@@ -15,6 +15,7 @@ failures are typed too (`refusals`); nothing here builds a transport status.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 from dataclasses import dataclass
@@ -152,6 +153,8 @@ class TableHandlers:
 
         A refusal still persists the catch-up events that preceded it, and the refusal
         itself when ``request`` is given (so a retry gets the same answer)."""
+        if rt.stale:  # memory may be ahead of the stream: its driver re-reads it first
+            raise NotStored(f"table {rt.table_id} is being reloaded ({rt.stale}); retry")
         refusal: Rejected | None = None
         try:
             events = rt.tournament.handle(cmd)
@@ -285,8 +288,9 @@ class TableHandlers:
                 extra={"table_id": rt.table_id, "error": f"{type(exc).__name__}: {exc}"},
             )
             if is_lock_timeout(exc):  # a paused writer holds a lock: end its session
-                stale = await asyncio.to_thread(break_stale_writers, manager.engine)
-                log.warning("table.stale_writers_ended", extra={"pids": stale})
+                with contextlib.suppress(Exception):  # (the reload below must run)
+                    stale = await asyncio.to_thread(break_stale_writers, manager.engine)
+                    log.warning("table.stale_writers_ended", extra={"pids": stale})
             await manager.reload(rt)
             if isinstance(exc, ConcurrencyError):
                 raise ConcurrentChange(f"table {rt.table_id} changed concurrently; retry") from exc

@@ -192,7 +192,7 @@ class TournamentOwnership:
                 fence = await asyncio.to_thread(take, table_stream(table_id), part)
                 stored = await asyncio.to_thread(self._stream_version, table_id)
                 moved = previous is None or fence.epoch != previous.epoch + 1
-                if moved or rt.fenced or stored != rt.version:
+                if moved or rt.fenced or rt.stale or stored != rt.version:
                     return False
                 return self.manager.resume(rt, fence)
         except Exception as exc:  # the database is away: the load that follows retries

@@ -115,6 +115,12 @@ class TableRuntime:
     #: cannot see (issue 28); a cancelled write that never ran leaves the stream's version
     #: equal to the runtime's, which the resume's version test cannot see.
     fenced: bool = False
+    #: Why the aggregate may be ahead of the stream ("": it is not): a write failed and so
+    #: did its reload (the database away past ``RELOAD_BUDGET_S``, or the reload cancelled).
+    #: Commands are refused (UNAVAILABLE, retry) and the driver re-reads the table before
+    #: anything else (``TableManager.reload``); going on from memory would append after
+    #: events that are on no stream.
+    stale: str = ""
     #: The outcome of every command stored on this table, by (player id, request id): the
     #: rows of ``table_requests``, read with the table after its events (each row commits
     #: with its events, so every command those events answer is here) and added to after
@@ -290,7 +296,7 @@ class TableManager(LiveTables[TableRuntime]):
         or still running (or busy: then it is tried again later)."""
         self._releases.pop(table_id, None)
         rt = self.tables.get(table_id)
-        if rt is None or not rt.finished:
+        if rt is None or not rt.finished or rt.stale:
             return False
         if rt.lock.locked():  # a view or command is reading it: try again shortly
             self._releases[table_id] = asyncio.get_running_loop().call_later(
@@ -412,31 +418,51 @@ class TableManager(LiveTables[TableRuntime]):
         rt.progress = rt.tournament.progress()
         return rt
 
-    async def reload(self, rt: TableRuntime) -> None:
+    async def reload(self, rt: TableRuntime, *, patient: bool = True) -> None:
         """Re-read ``rt`` from the store after a failed write (memory ran ahead).
 
         Retried while the database is away (a restart fails the write AND the first
         re-read): the table must not go on from memory holding a command that is on no
         stream. Found by the chaos run (issue 18): the last Act of a tournament failed in a
         PostgreSQL restart, the re-read failed too, the tournament finished in memory only
-        (no TournamentFinished stored, no prize paid) and the table was released."""
-        delay, waited = 0.1, 0.0
-        while True:
-            try:
-                fresh = await asyncio.to_thread(self.rebuild, rt.table_id)
-                break
-            except Exception:
-                if waited >= RELOAD_BUDGET_S:
-                    raise
-                log.warning("table.reload_retry", extra={"table_id": rt.table_id}, exc_info=True)
-            await asyncio.sleep(delay)
-            waited += delay
-            delay = min(delay * 2, 2.0)
+        (no TournamentFinished stored, no prize paid) and the table was released. When it
+        cannot (past the budget, or not ``patient``: one try, or cancelled meanwhile) the
+        runtime is marked :attr:`~TableRuntime.stale` until a reload succeeds (its driver's)."""
+        try:
+            fresh = await self._reread(rt, patient=patient)
+        except asyncio.CancelledError:
+            self._went_stale(rt, "its reload was cancelled")
+            raise
+        except Exception:
+            self._went_stale(rt, "it could not be reloaded after a failed write")
+            raise
         if fresh is None:  # pragma: no cover - the stream cannot disappear
             return
         rt.tournament, rt.version, rt.story = fresh.tournament, fresh.version, fresh.story
         rt.last_event_id, rt.turn_cause = fresh.last_event_id, fresh.turn_cause
         rt.requests = fresh.requests
+        if rt.stale:
+            rt.stale = ""
+            log.warning("table.reloaded", extra={"table_id": rt.table_id, "version": rt.version})
+            rt.notify(fresh.last_event_type)
+
+    async def _reread(self, rt: TableRuntime, *, patient: bool) -> TableRuntime | None:
+        delay, waited = 0.1, 0.0
+        while True:
+            try:
+                return await asyncio.to_thread(self.rebuild, rt.table_id)
+            except Exception:
+                if not patient or waited >= RELOAD_BUDGET_S:
+                    raise
+                log.warning("table.reload_retry", extra={"table_id": rt.table_id}, exc_info=True)
+            await asyncio.sleep(delay)
+            waited += delay
+            delay = min(delay * 2, 2.0)
+
+    def _went_stale(self, rt: TableRuntime, why: str) -> None:
+        rt.stale = why
+        log.error("table.stale", extra={"table_id": rt.table_id, "error": why})
+        rt.kick.set()  # its driver re-reads it
 
     async def close(self) -> None:
         """Stop every driver and background load (shutdown)."""

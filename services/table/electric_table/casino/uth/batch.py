@@ -257,7 +257,7 @@ class BetBatches:
         now = tables.now_ms()
         await tables._tick(t, now)
         if t.broken:
-            raise NotNow(f"UTH table {t.table_id} is broken: {t.broken}")
+            raise TryAgain(f"UTH table {t.table_id} is being repaired ({t.broken}); retry")
         if t.round is None or t.book is None:
             closed = NotNow(f"no round is open at {t.table_id} yet; retry shortly")
             over = [i for i in fresh if i.rpc == DECIDE]

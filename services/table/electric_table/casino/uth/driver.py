@@ -3,8 +3,10 @@
 Each step runs under the table's lock: when the round's next wake-up (yellow light, close of
 betting and the deal, a decision deadline) is due it commits ``Tick(now)``; when the round is
 over it waits the pause between rounds, then opens the next round with the players seated at
-the table (none seated: it waits, polling every second or until kicked). The loop is every
-live table's (`host.tables.drive`); a failing step is logged and retried after a second.
+the table (none seated: it waits, polling every second or until kicked). A broken table
+(a change neither stored nor reloaded) is first re-read from the store (``UthTables.repair``).
+The loop is every live table's (`host.tables.drive`); a failing step is logged and retried
+after a second.
 """
 
 from __future__ import annotations
@@ -55,6 +57,9 @@ class UthDriver:
     async def step(self, t: LiveTable) -> float:
         """One step under the lock; seconds to sleep (0 = step again)."""
         tables = self.tables
+        if t.broken:  # a change not stored and not reloaded: the round re-read first
+            await tables.repair(t)
+            return 0 if not t.broken else MAX_SLEEP_S
         now = tables.now_ms()
         if t.round is not None and t.live:
             wake = t.round.next_wakeup_at()

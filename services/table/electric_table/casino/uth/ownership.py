@@ -175,7 +175,7 @@ class UthOwnership:
                     return False  # revoked (or taken anew) while it was being resumed
                 t.suspended = False
                 self.uth.tables[t.table_id] = t
-                if self.uth.start_driver is not None and not t.broken:
+                if self.uth.start_driver is not None:  # (broken: its driver repairs it)
                     t.task = self.uth.start_driver(t)
         except Exception as exc:
             log.warning("uth.resume_failed", extra={"table_id": t.table_id, "error": str(exc)})

@@ -16,6 +16,13 @@ void at once; settlement: post won/lost spots, void pushed ones and every reserv
 without a result), request row → the owed calls run. Any failure after the
 domain changed the live round reloads it from its stream.
 
+**Broken, then repaired.** A change neither stored nor reloaded (the database away past the
+reload's budget; a change cancelled mid-commit, by its caller's deadline or a revocation,
+gets one reload only) may leave the round in memory ahead of its stream: the table is
+``broken``, refuses changes (UNAVAILABLE, retry) and its driver re-reads it
+(:meth:`UthTables.repair`). Nothing else makes it whole (CI's short chaos run: a round left
+open, its bets reserved, its bots stuck).
+
 **Restart.** Every table with an open round (or seated players) is loaded; its driver's
 first Tick resolves the windows that expired meanwhile (auto-check, auto-fold, settlement).
 An intent of an open UTH round (crash between reservation and append) is voided when the
@@ -47,6 +54,7 @@ from electric_domain.casino.common.errors import Rejected
 from electric_domain.casino.common.game_number import next_game_number
 from electric_domain.casino.uth.round import BETTING, UthRound
 from sqlalchemy import Connection
+from sqlalchemy.exc import SQLAlchemyError
 
 from electric_table.casino import repo
 from electric_table.casino.thb.handlers import CasinoHandlers
@@ -152,21 +160,49 @@ class UthTables(LiveTables[LiveTable]):
         the first reload). Under the table's lock: nothing may run on the in-memory round
         before this succeeds, or the unstored change would stand — later events and the
         settlement would count a decision or bet that is on no stream (found by the chaos
-        run, issue 18). Not ``patient`` (the change was cancelled: shutting down): one try."""
+        run, issue 18). Not ``patient`` (the change was cancelled: its caller gave up, or
+        the driver was stopped): one try. When it cannot reload, the table is ``broken``
+        until its driver repairs it (module doc)."""
         delay, waited = 0.1, 0.0
         while True:
             try:
                 await self._reload(t)
                 return
+            except asyncio.CancelledError:  # cancelled again while reloading
+                self._broke(t, "round not reloaded after a cancelled change")
+                raise
             except Exception:
                 if not patient or waited >= RESTORE_BUDGET_S:
-                    t.broken = "round could not be reloaded after a failed change"
-                    log.error("uth.table_broken", extra={"table_id": t.table_id})
+                    self._broke(t, "round could not be reloaded after a failed change")
                     raise
                 log.warning("uth.reload_retry", extra={"table_id": t.table_id}, exc_info=True)
             await asyncio.sleep(delay)
             waited += delay
             delay = min(delay * 2, 2.0)
+
+    def _broke(self, t: LiveTable, why: str) -> None:
+        t.broken = why
+        log.error("uth.table_broken", extra={"table_id": t.table_id, "error": why})
+        t.kick.set()  # its driver repairs it (module doc)
+
+    async def repair(self, t: LiveTable) -> bool:
+        """Make the broken ``t`` whole again from the store (its driver, under the table's
+        lock): its round re-read, or voided from its rows when it cannot be replayed. True
+        when it is whole; a database still away raises (the driver logs it and tries again)."""
+        try:
+            await self._reload(t)
+        except SQLAlchemyError:
+            raise
+        except Exception as exc:  # the open round's stream cannot be replayed
+            log.error("uth.round_unreplayable", extra={"table_id": t.table_id, "error": str(exc)})
+            t.broken = ""
+            await self._auto_void(t)  # broken again when the void fails too
+            if t.broken:
+                return False
+        t.broken = ""
+        log.warning("uth.table_repaired", extra={"table_id": t.table_id, "version": t.version})
+        t.notify()
+        return True
 
     def mine(self, table_id: str) -> bool:
         """Whether this instance may host ``table_id`` (always, in single mode)."""
@@ -201,6 +237,8 @@ class UthTables(LiveTables[LiveTable]):
         t = LiveTable(table_id)
         try:
             t.row, t.round, t.book, t.version, t.last_event_id = self._load(table_id)
+        except SQLAlchemyError:
+            raise  # the database is away, not the round unreplayable: the load is retried
         except Exception as exc:
             t.unreplayable = str(exc) or type(exc).__name__
         return t
@@ -218,7 +256,7 @@ class UthTables(LiveTables[LiveTable]):
         self.cancel_driver(t)
 
     def installed(self, t: LiveTable) -> None:
-        if self.start_driver is not None and not t.broken:
+        if self.start_driver is not None:  # (a broken one too: its driver repairs it)
             t.task = self.start_driver(t)
 
     async def _auto_void(self, t: LiveTable) -> None:
@@ -451,7 +489,7 @@ class UthTables(LiveTables[LiveTable]):
         by: str = "",
     ) -> None:
         if t.broken:
-            raise NotNow(f"UTH table {t.table_id} is broken: {t.broken}")
+            raise TryAgain(f"UTH table {t.table_id} is being repaired ({t.broken}); retry")
         rnd, book = t.round, t.book
         assert rnd is not None and book is not None
         start = len(rnd.history)
