@@ -34,6 +34,21 @@ async def wallet(tmp_path: Path) -> AsyncIterator[wallet_kit.Env]:
         yield w
 
 
+async def until_whole(live: Any) -> None:
+    """Until the table's driver has repaired it (at most 15 s)."""
+    for _ in range(1500):
+        if not live.broken:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"still broken: {live.broken}")
+
+
+def assert_memory_is_stored(live: Any, load: Any) -> None:
+    _, stored_round, _, stored_version, _ = load(TABLE)
+    assert len(live.round.history) == len(stored_round.history)
+    assert live.version == stored_version
+
+
 def lost() -> OperationalError:
     return OperationalError("commit", {}, ConnectionError("the connection is lost"))
 
@@ -95,7 +110,8 @@ async def test_a_table_broken_by_a_cancelled_change_is_repaired_by_its_driver(
     stuck). Now the table's driver reloads it once the database answers, and play goes on."""
     for p in ("alice", "bob"):
         await wallet_kit.deposit(wallet, p, 10_000)
-    async with table_host(tmp_path, wallet, windows(3000, 200, 20_000, pause=5000)) as env:
+    # A minute of betting: no clock step of the table's driver meets the hanging commit.
+    async with table_host(tmp_path, wallet, windows(60_000, 200, 20_000, pause=5000)) as env:
         await seat(env, ["alice", "bob"])
         round_id = (await env.wait("alice", betting)).round_id
         await env.bet("alice", ANTE, 500)
@@ -120,7 +136,7 @@ async def test_a_table_broken_by_a_cancelled_change_is_repaired_by_its_driver(
                     request_id="bob-ante", table_id=TABLE, action=ANTE, amount_cents=500
                 ),
                 metadata=md("bob"),
-                timeout=0.5,
+                timeout=2.0,
             )
         assert got.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
         live = uth.tables[TABLE]
@@ -132,9 +148,59 @@ async def test_a_table_broken_by_a_cancelled_change_is_repaired_by_its_driver(
         uth._commit_parts = commit
 
         # Repaired by the driver: the round goes on from its stream (bob's ante is not on
-        # it: the change was never stored) and its betting closes.
-        await env.wait("alice", lambda v: v.phase == "preflop")
-        assert not live.broken
+        # it: the change was never stored) and bob's retry is placed.
+        await until_whole(live)
         assert uth.tables[TABLE] is live
+        await env.bet("bob", ANTE, 500, rid="bob-ante")
+        assert_memory_is_stored(live, load)
+        placed = [m for m in env.events(round_id) if isinstance(m, cev.CasinoBetPlaced)]
+        assert sorted(m.player_id for m in placed) == ["alice", "alice", "bob", "bob"]  # +blinds
+
+
+async def test_a_change_cancelled_while_its_reload_waits_leaves_nothing_in_memory(
+    tmp_path: Path, wallet: wallet_kit.Env
+) -> None:
+    """The commit failed (the database away) and the reload is retried, backing off; the
+    caller's deadline passes during a wait between two reloads. That cancel escaped the
+    table's restore: the round in memory kept the unstored bet and play went on from it."""
+    for p in ("alice", "bob"):
+        await wallet_kit.deposit(wallet, p, 10_000)
+    async with table_host(tmp_path, wallet, windows(60_000, 200, 20_000, pause=5000)) as env:
+        await seat(env, ["alice", "bob"])
+        round_id = (await env.wait("alice", betting)).round_id
+        await env.bet("alice", ANTE, 500)
+
+        uth: Any = env.uth
+        commit, load = uth._commit_parts, uth._load
+        away = [True]
+
+        async def failing_commit(*args: Any, **kwargs: Any) -> None:
+            raise lost()
+
+        def failing_load(table_id: str) -> Any:
+            if away[0]:
+                raise lost()
+            return load(table_id)
+
+        uth._commit_parts, uth._load = failing_commit, failing_load
+        with pytest.raises(grpc.aio.AioRpcError) as got:
+            await env.casino.PlaceBets(
+                A.PlaceBetsRequest(
+                    request_id="bob-ante", table_id=TABLE, action=ANTE, amount_cents=500
+                ),
+                metadata=md("bob"),
+                timeout=1.0,
+            )
+        assert got.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        live = uth.tables[TABLE]
+        for _ in range(300):  # the server sees the cancel shortly after the client
+            if live.broken:
+                break
+            await asyncio.sleep(0.01)
+        assert live.broken  # not whole: its driver re-reads it once the store answers
+        uth._commit_parts, away[0] = commit, False
+
+        await until_whole(live)
+        assert_memory_is_stored(live, load)  # bob's unstored ante is not in it
         placed = [m for m in env.events(round_id) if isinstance(m, cev.CasinoBetPlaced)]
         assert {m.player_id for m in placed} == {"alice"}

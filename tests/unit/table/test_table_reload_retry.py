@@ -16,7 +16,11 @@ from typing import Any
 
 import pytest
 from electric_eventlog import EventStore
+from electric_table.host.tables import drive
+from electric_table.refusals import NotStored
 from electric_table.tournament import runtime
+from electric_table.tournament.driver import TableDriver
+from electric_table.tournament.handlers import TableHandlers
 from electric_table.tournament.runtime import TableManager
 from sqlalchemy import create_engine
 from sqlalchemy.exc import OperationalError
@@ -108,3 +112,24 @@ async def test_a_cancelled_reload_leaves_the_table_stale() -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert rt.stale and rt.tournament == "ahead"
+
+
+async def test_a_stale_table_refuses_commands_and_its_driver_waits_between_reloads() -> None:
+    manager, calls = manager_failing(times=1_000)
+    rt = memory_ahead()
+    rt.lock = asyncio.Lock()
+    with pytest.raises(OperationalError):
+        await manager.reload(rt, patient=False)
+    assert rt.stale
+    # A command is refused before it touches the aggregate ("ahead" has no handle()).
+    with pytest.raises(NotStored):
+        await TableHandlers(manager).apply(rt, "any command")  # type: ignore[arg-type]
+    # The driver re-reads it, every STALE_RETRY_S while the database is away: before, each
+    # failed re-read kicked the driver again and it looped as fast as the database failed.
+    driver = TableDriver(manager, TableHandlers(manager))
+    task = asyncio.create_task(drive(rt, lambda: driver._step(rt), driven=lambda: True))
+    await asyncio.sleep(0.5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert len(calls) == 2 and rt.stale  # the first reload, then the driver's one

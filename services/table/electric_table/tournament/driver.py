@@ -25,6 +25,9 @@ from electric_table.tournament.runtime import TableManager, TableRuntime
 
 log = logging.getLogger(__name__)
 
+#: Seconds between a stale table's reloads while the database is away.
+STALE_RETRY_S = 2.0
+
 
 class TableDriver:
     """Starts and runs the driver task of each live table."""
@@ -70,7 +73,11 @@ class TableDriver:
     async def _step(self, rt: TableRuntime) -> float:
         """One driver step under the lock; returns seconds to sleep (0 = run again)."""
         if rt.stale:  # a write and its reload failed: the table re-read before anything else
-            await self.manager.reload(rt, patient=False)
+            try:
+                await self.manager.reload(rt, patient=False)
+            except Exception:  # the database is still away
+                log.warning("table.reload_retry", extra={"table_id": rt.table_id}, exc_info=True)
+                return STALE_RETRY_S
             return 0
         t = rt.tournament
         if t.state.finished:

@@ -274,6 +274,8 @@ class TableHandlers:
             rt.fenced = True  # never resumed as it is: rebuilt from its events
             if manager.holds(rt) and not manager.stopping.is_set():
                 await manager.reload(rt)  # still served here: re-read before the lock goes
+            else:  # suspended or dropped: a command already waiting for the lock must not
+                rt.stale = "a write cancelled while the table was not served here"  # go on
             raise
         except FencedError as exc:
             # Ownership moved (this instance was paused or partitioned): nothing was written;

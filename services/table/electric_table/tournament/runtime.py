@@ -267,8 +267,9 @@ class TableManager(LiveTables[TableRuntime]):
         log.info("table.loaded", extra={"table_id": rt.table_id, "version": rt.version})
 
     def _drive(self, rt: TableRuntime) -> None:
-        """Start ``rt``'s driver unless it finished; a finished table leaves memory later."""
-        if not rt.finished and self.start_driver is not None:
+        """Start ``rt``'s driver unless it finished (and is not stale); a finished table
+        leaves memory later."""
+        if (rt.stale or not rt.finished) and self.start_driver is not None:
             rt.task = self.start_driver(rt)
             rt.task.add_done_callback(functools.partial(self._driver_ended, rt))
         self.release_later(rt)
@@ -460,9 +461,13 @@ class TableManager(LiveTables[TableRuntime]):
             delay = min(delay * 2, 2.0)
 
     def _went_stale(self, rt: TableRuntime, why: str) -> None:
+        if rt.stale:  # (its driver's reloads that fail again say nothing more)
+            return
         rt.stale = why
         log.error("table.stale", extra={"table_id": rt.table_id, "error": why})
         rt.kick.set()  # its driver re-reads it
+        if self.holds(rt) and (rt.task is None or rt.task.done()):
+            self._drive(rt)  # (a finished table keeps no driver: it gets one to re-read it)
 
     async def close(self) -> None:
         """Stop every driver and background load (shutdown)."""

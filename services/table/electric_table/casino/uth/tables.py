@@ -59,6 +59,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from electric_table.casino import repo
 from electric_table.casino.thb.handlers import CasinoHandlers
 from electric_table.casino.uth import records as uth_records
+from electric_table.casino.uth import recovery as uth_recovery
 from electric_table.casino.uth.batch import (
     DECIDE,
     BetBatches,
@@ -67,7 +68,6 @@ from electric_table.casino.uth.batch import (
     undo_reservations,
 )
 from electric_table.casino.uth.live import LiveTable
-from electric_table.casino.uth.recovery import void_unreplayable
 from electric_table.casino.uth.settings import DEFAULT_PAUSE_MS, pause_ms, uth_config
 from electric_table.host.tables import LiveTables
 from electric_table.journal import append_round, casino_stream, round_appends
@@ -164,45 +164,33 @@ class UthTables(LiveTables[LiveTable]):
         the driver was stopped): one try. When it cannot reload, the table is ``broken``
         until its driver repairs it (module doc)."""
         delay, waited = 0.1, 0.0
-        while True:
-            try:
-                await self._reload(t)
-                return
-            except asyncio.CancelledError:  # cancelled again while reloading
-                self._broke(t, "round not reloaded after a cancelled change")
-                raise
-            except Exception:
-                if not patient or waited >= RESTORE_BUDGET_S:
-                    self._broke(t, "round could not be reloaded after a failed change")
-                    raise
-                log.warning("uth.reload_retry", extra={"table_id": t.table_id}, exc_info=True)
-            await asyncio.sleep(delay)
-            waited += delay
-            delay = min(delay * 2, 2.0)
+        try:
+            while True:
+                try:
+                    return await self._reload(t)
+                except Exception:
+                    if not patient or waited >= RESTORE_BUDGET_S:
+                        raise
+                    log.warning("uth.reload_retry", extra={"table_id": t.table_id}, exc_info=True)
+                await asyncio.sleep(delay)
+                waited += delay
+                delay = min(delay * 2, 2.0)
+        except asyncio.CancelledError:  # cancelled (again) while reloading or waiting
+            self._broke(t, "round not reloaded after a cancelled change")
+            raise
+        except Exception:
+            self._broke(t, "round could not be reloaded after a failed change")
+            raise
 
     def _broke(self, t: LiveTable, why: str) -> None:
+        if not t.broken:  # (its driver's repairs that fail again say nothing more)
+            log.error("uth.table_broken", extra={"table_id": t.table_id, "error": why})
+            t.kick.set()  # its driver repairs it (module doc)
         t.broken = why
-        log.error("uth.table_broken", extra={"table_id": t.table_id, "error": why})
-        t.kick.set()  # its driver repairs it (module doc)
 
     async def repair(self, t: LiveTable) -> bool:
-        """Make the broken ``t`` whole again from the store (its driver, under the table's
-        lock): its round re-read, or voided from its rows when it cannot be replayed. True
-        when it is whole; a database still away raises (the driver logs it and tries again)."""
-        try:
-            await self._reload(t)
-        except SQLAlchemyError:
-            raise
-        except Exception as exc:  # the open round's stream cannot be replayed
-            log.error("uth.round_unreplayable", extra={"table_id": t.table_id, "error": str(exc)})
-            t.broken = ""
-            await self._auto_void(t)  # broken again when the void fails too
-            if t.broken:
-                return False
-        t.broken = ""
-        log.warning("uth.table_repaired", extra={"table_id": t.table_id, "version": t.version})
-        t.notify()
-        return True
+        """Make the broken ``t`` whole again (``uth.recovery.repair``); True when it is."""
+        return await uth_recovery.repair(self, t)
 
     def mine(self, table_id: str) -> bool:
         """Whether this instance may host ``table_id`` (always, in single mode)."""
@@ -260,19 +248,8 @@ class UthTables(LiveTables[LiveTable]):
             t.task = self.start_driver(t)
 
     async def _auto_void(self, t: LiveTable) -> None:
-        """The open round cannot be replayed: void it from its rows (``uth_recovery``)."""
-        try:
-            with self.engine.connect() as conn:
-                row = repo.latest_round(conn, t.table_id)
-            if row is not None and row.status == repo.OPEN:
-                rid, fence = row.round_id, t.fence
-                await asyncio.to_thread(void_unreplayable, self.engine, self.store, rid, fence)
-                self.base.metrics.voided.labels(uth_records.GAME).inc()
-                await self.base.run_owed(row.round_id)
-            await self._reload(t)
-        except Exception as exc:
-            t.broken = f"round cannot be replayed nor voided: {exc}"
-            log.error("uth.table_broken", extra={"table_id": t.table_id, "error": t.broken})
+        """The open round cannot be replayed: void it from its rows (``uth.recovery``)."""
+        await uth_recovery.auto_void(self, t)
 
     def _drop(self, t: LiveTable) -> None:
         if self.tables.get(t.table_id) is t:
@@ -313,7 +290,12 @@ class UthTables(LiveTables[LiveTable]):
 
     async def recover(self) -> dict[str, int]:
         """Load every table with an open round or seated players (their drivers catch up)."""
-        tables = [await self.table(n) for n in await asyncio.to_thread(self.known_tables)]
+        tables = []
+        for name in await asyncio.to_thread(self.known_tables):
+            try:
+                tables.append(await self.table(name))
+            except Exception as exc:  # (the database failed it: ``casino-uth-tables`` retries)
+                log.warning("uth.host_tables_failed", extra={"error": str(exc)})
         return {
             "uth_tables": len(tables),
             "uth_open": sum(1 for t in tables if t.live),
