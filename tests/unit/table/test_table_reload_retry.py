@@ -60,6 +60,7 @@ def memory_ahead() -> Any:
         turn_cause="",
         requests={("ann", "r-8"): "in memory only"},
         stale="",
+        task=None,
         kick=asyncio.Event(),
         notified=[],
         notify=None,

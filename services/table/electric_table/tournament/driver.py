@@ -77,6 +77,7 @@ class TableDriver:
                 await self.manager.reload(rt, patient=False)
             except Exception:  # the database is still away
                 log.warning("table.reload_retry", extra={"table_id": rt.table_id}, exc_info=True)
+                self.manager.metrics.driver_errors.inc()  # (a table stuck stale shows there)
                 return STALE_RETRY_S
             return 0
         t = rt.tournament

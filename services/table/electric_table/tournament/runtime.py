@@ -466,7 +466,8 @@ class TableManager(LiveTables[TableRuntime]):
         rt.stale = why
         log.error("table.stale", extra={"table_id": rt.table_id, "error": why})
         rt.kick.set()  # its driver re-reads it
-        if self.holds(rt) and (rt.task is None or rt.task.done()):
+        idle = rt.task is None or rt.task.done()
+        if idle and self.holds(rt) and not self.stopping.is_set():
             self._drive(rt)  # (a finished table keeps no driver: it gets one to re-read it)
 
     async def close(self) -> None:

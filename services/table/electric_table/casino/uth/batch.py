@@ -288,7 +288,7 @@ class BetBatches:
             if commit:
                 await tables._commit_parts(t, commit)
         except BaseException as exc:
-            await tables._restore(t, patient=not isinstance(exc, asyncio.CancelledError))
+            await tables.restore_after(t, exc)
             raise
         for item, _ in parts:
             item.answer()

@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: Why a table is broken when its unreplayable round could not be voided either.
+NOT_VOIDED = "round cannot be replayed nor voided"
+
 #: Reason of a UTH round voided because it could not be replayed.
 UNREPLAYABLE_REASON = "auto-void: the round could not be replayed consistently after a restart"
 
@@ -115,7 +118,10 @@ async def auto_void(tables: UthTables, t: LiveTable) -> bool:
         tables.moved(t)
         raise TableMoved(f"UTH table {t.table_id} moved to another instance; retry") from exc
     except Exception as exc:
-        tables._broke(t, f"round cannot be replayed nor voided: {exc}")
+        why = f"{NOT_VOIDED}: {exc}"
+        if not t.broken.startswith(NOT_VOIDED):  # (the driver's tries again: said once)
+            log.error("uth.auto_void_failed", extra={"table_id": t.table_id, "error": why})
+        tables._broke(t, why)
         return False
     return True
 

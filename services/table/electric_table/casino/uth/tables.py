@@ -176,11 +176,22 @@ class UthTables(LiveTables[LiveTable]):
                 waited += delay
                 delay = min(delay * 2, 2.0)
         except asyncio.CancelledError:  # cancelled (again) while reloading or waiting
-            self._broke(t, "round not reloaded after a cancelled change")
+            self._broke(t, "round not reloaded: cancelled while reloading")
             raise
         except Exception:
-            self._broke(t, "round could not be reloaded after a failed change")
+            change = "failed" if patient else "cancelled"
+            self._broke(t, f"round could not be reloaded after a {change} change")
             raise
+
+    async def restore_after(self, t: LiveTable, exc: BaseException) -> None:
+        """:meth:`_restore` after the change failed with ``exc``; a cancel stays a cancel
+        (the caller re-raises it) even when its one reload failed: the table is broken."""
+        cancelled = isinstance(exc, asyncio.CancelledError)
+        try:
+            await self._restore(t, patient=not cancelled)
+        except Exception:
+            if not cancelled:
+                raise
 
     def _broke(self, t: LiveTable, why: str) -> None:
         if not t.broken:  # (its driver's repairs that fail again say nothing more)
@@ -237,7 +248,8 @@ class UthTables(LiveTables[LiveTable]):
                 "uth.round_unreplayable", extra={"table_id": t.table_id, "error": t.unreplayable}
             )
             async with t.lock:
-                await self._auto_void(t)
+                if await self._auto_void(t):
+                    t.unreplayable = ""
 
     def retire(self, t: LiveTable) -> None:
         self._drop(t)
@@ -247,9 +259,9 @@ class UthTables(LiveTables[LiveTable]):
         if self.start_driver is not None:  # (a broken one too: its driver repairs it)
             t.task = self.start_driver(t)
 
-    async def _auto_void(self, t: LiveTable) -> None:
+    async def _auto_void(self, t: LiveTable) -> bool:
         """The open round cannot be replayed: void it from its rows (``uth.recovery``)."""
-        await uth_recovery.auto_void(self, t)
+        return await uth_recovery.auto_void(self, t)
 
     def _drop(self, t: LiveTable) -> None:
         if self.tables.get(t.table_id) is t:
@@ -295,7 +307,7 @@ class UthTables(LiveTables[LiveTable]):
             try:
                 tables.append(await self.table(name))
             except Exception as exc:  # (the database failed it: ``casino-uth-tables`` retries)
-                log.warning("uth.host_tables_failed", extra={"error": str(exc)})
+                log.warning("uth.host_tables_failed", extra={"table_id": name, "error": str(exc)})
         return {
             "uth_tables": len(tables),
             "uth_open": sum(1 for t in tables if t.live),
@@ -496,7 +508,7 @@ class UthTables(LiveTables[LiveTable]):
                 raise next((e for e in errors if isinstance(e, NotNow)), errors[0])
             await self._commit(t, batch, request)
         except BaseException as exc:
-            await self._restore(t, patient=not isinstance(exc, asyncio.CancelledError))
+            await self.restore_after(t, exc)
             raise
 
     async def _commit(
