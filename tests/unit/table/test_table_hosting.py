@@ -41,36 +41,6 @@ def test_steps_run_under_the_lock_until_the_table_is_no_longer_driven() -> None:
     assert asyncio.run(scenario()) == [True, True, True, True]
 
 
-def test_a_state_a_command_shows_while_it_holds_the_lock_does_not_end_the_driver() -> None:
-    """A command applies its events in memory before its write: the last hand of a
-    tournament shows it finished until the write fails and the table is reloaded. A driver
-    that looked then, without the lock, ended for good with its table still hosted."""
-
-    async def scenario() -> int:
-        t, finished, steps = Table(), [False], [0]
-
-        async def step() -> float:
-            steps[0] += 1
-            return 3600 if steps[0] == 1 else 0  # asleep until the command kicks it
-
-        def driven() -> bool:
-            return not finished[0] and steps[0] < 3
-
-        task = asyncio.create_task(drive(t, step, driven=driven))
-        while steps[0] < 1:
-            await asyncio.sleep(0)
-        async with t.lock:  # the command
-            finished[0] = True  # applied in memory
-            t.kick.set()  # (its change wakes the driver)
-            for _ in range(5):
-                await asyncio.sleep(0)  # its write in flight, then failed
-            finished[0] = False  # reloaded from the stream
-        await asyncio.wait_for(task, timeout=5)
-        return steps[0]
-
-    assert asyncio.run(scenario()) == 3
-
-
 def test_a_failing_step_is_counted_and_retried_and_a_moved_table_ends_the_loop() -> None:
     async def scenario() -> tuple[int, int]:
         t, calls, errors = Table(), [0], [0]

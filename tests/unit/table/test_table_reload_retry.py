@@ -134,3 +134,22 @@ async def test_a_stale_table_refuses_commands_and_its_driver_waits_between_reloa
     with pytest.raises(asyncio.CancelledError):
         await task
     assert len(calls) == 2 and rt.stale  # the first reload, then the driver's one
+
+
+async def test_a_table_that_looks_finished_while_a_command_holds_its_lock_is_still_driven() -> None:
+    """A command applies its events in memory before its write: the last Act of a tournament
+    shows it finished until the write fails and the table is reloaded. A driver that ended on
+    that sight never stepped again while its table stayed hosted (a 450.8 s stall)."""
+    manager, _ = manager_failing(times=0)
+    rt = memory_ahead()
+    rt.lock = asyncio.Lock()
+    rt.finished = True  # in memory
+    manager.tables[rt.table_id] = rt
+    driver = TableDriver(manager, TableHandlers(manager))
+    async with rt.lock:  # the command, its write in flight
+        assert driver.driven(rt)
+    assert not driver.driven(rt)  # finished, and nothing in flight: the driver ends
+    rt.stale = "a write and its reload failed"
+    assert driver.driven(rt)  # memory only, maybe: re-read first
+    del manager.tables[rt.table_id]
+    assert not driver.driven(rt)  # no longer the copy held here

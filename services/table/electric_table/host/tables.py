@@ -243,20 +243,13 @@ async def drive(
     or until kicked. A step that raises one of ``stop_on`` ends the loop (the table moved);
     on any other error ``on_error()`` is called inside the ``except`` (it logs the error
     under the game's own event name, docs/logging.md) and the step retried after a
-    second.
-
-    ``driven()`` is asked under the lock: a command holding it may have applied events in
-    memory that its write then fails to store (a tournament's last hand: finished in memory,
-    then reloaded unfinished), and a driver that ended on that sight would never step again
-    while its table stayed hosted."""
-    while True:
+    second."""
+    while driven():
         t.kick.clear()
         delay = 1.0
         try:
             with scope():
                 async with t.lock:
-                    if not driven():
-                        return
                     delay = await step()
         except asyncio.CancelledError:
             raise
