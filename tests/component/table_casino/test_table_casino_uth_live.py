@@ -219,13 +219,18 @@ async def test_watch_shows_each_player_only_their_own_part(
         await env.bet("bob", TRIPS, 200)
         await asyncio.wait_for(asyncio.gather(*watchers), timeout=15)
 
+        lights = [m.light for m in env.events(round_id) if isinstance(m, cev.CasinoLightChanged)]
+        assert lights[:2] == ["yellow", "red"]
         bob_bets = {b.bet_id for v in seen["bob"] for b in v.bets}
         alice_bets = {b.bet_id for v in seen["alice"] for b in v.bets}
         assert bob_bets and alice_bets and not bob_bets & alice_bets
         for p in players:
             views = [v for v in seen[p] if v.round_id == round_id]
             assert all(b.player_id == p for v in views for b in v.bets)
-            assert {v.light for v in views} >= {"green", "yellow", "red"}
+            # A watch shows committed states: a table loop held up past the yellow window
+            # (CI's 2 loaded cores: 600 ms) commits yellow and red in one catch-up step, and
+            # its watchers see red only. The round's stream has the yellow light either way.
+            assert {v.light for v in views} >= {"green", "red"}
             phases = [v.phase for v in views]
             assert phases[-1] == "over" and {"betting", "preflop", "flop", "river"} <= set(phases)
             assert any(v.decision_deadline_ms > 0 for v in views if v.phase == "preflop")
