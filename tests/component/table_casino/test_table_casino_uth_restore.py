@@ -49,6 +49,20 @@ def assert_memory_is_stored(live: Any, load: Any) -> None:
     assert live.version == stored_version
 
 
+async def bobs_ante_past_its_deadline(env: Any) -> None:
+    """Bob's ante, whose call gives up after 2 s (the reloads' waits end at 0.1, 0.3, 0.7,
+    1.5 and 3.1 s): the server cancels its handler."""
+    with pytest.raises(grpc.aio.AioRpcError) as got:
+        await env.casino.PlaceBets(
+            A.PlaceBetsRequest(
+                request_id="bob-ante", table_id=TABLE, action=ANTE, amount_cents=500
+            ),
+            metadata=md("bob"),
+            timeout=2.0,
+        )
+    assert got.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+
+
 def lost() -> OperationalError:
     return OperationalError("commit", {}, ConnectionError("the connection is lost"))
 
@@ -137,15 +151,7 @@ async def test_a_table_broken_by_a_cancelled_change_is_repaired_by_its_driver(
             mark(t, why)
 
         uth._commit_parts, uth._load, uth._broke = hanging_commit, failing_load, marked
-        with pytest.raises(grpc.aio.AioRpcError) as got:
-            await env.casino.PlaceBets(
-                A.PlaceBetsRequest(
-                    request_id="bob-ante", table_id=TABLE, action=ANTE, amount_cents=500
-                ),
-                metadata=md("bob"),
-                timeout=2.0,
-            )
-        assert got.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        await bobs_ante_past_its_deadline(env)
         live = uth.tables[TABLE]
         for _ in range(500):  # the server sees the cancel shortly after the client
             if broke:
@@ -192,15 +198,7 @@ async def test_a_change_cancelled_while_its_reload_waits_leaves_nothing_in_memor
             return load(table_id)
 
         uth._commit_parts, uth._load = failing_commit, failing_load
-        with pytest.raises(grpc.aio.AioRpcError) as got:
-            await env.casino.PlaceBets(
-                A.PlaceBetsRequest(
-                    request_id="bob-ante", table_id=TABLE, action=ANTE, amount_cents=500
-                ),
-                metadata=md("bob"),
-                timeout=2.0,  # (the reloads' waits end at 0.1, 0.3, 0.7, 1.5 and 3.1 s)
-            )
-        assert got.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        await bobs_ante_past_its_deadline(env)
         live = uth.tables[TABLE]
         for _ in range(300):  # the server sees the cancel shortly after the client
             if live.broken:
